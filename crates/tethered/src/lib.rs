@@ -1,0 +1,78 @@
+//! Tie native-thread jobs to the future that awaits them: dropping the future cancels the job.
+//!
+//! In async Rust a task is cancelled by dropping its future: a timeout fires, a client
+//! disconnects, a `select!` branch loses, a runtime shuts down. When that future was awaiting
+//! work on a native thread (`spawn_blocking`, `unblock`, `std::thread`), the thread never hears
+//! of it and runs on, burning CPU and holding a pool slot. `tethered` hands the native job a
+//! [`CancelToken`] and cancels it when the awaiting future is dropped.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tethered::{AbortableNative, CancelReason};
+//!
+//! // A long computation on a native thread, checking its token as it goes.
+//! let job = AbortableNative::spawn(|token| {
+//!     let mut steps = 0u64;
+//!     while !token.is_cancelled() {
+//!         steps += 1;
+//!     }
+//!     (steps, token.reason())
+//! });
+//! let token = job.token();
+//!
+//! // The awaiting side gives up: a timeout, a lost select, a disconnect. It drops the handle...
+//! drop(job);
+//!
+//! // ...and the native code hears it, with the reason.
+//! assert_eq!(token.wait_timeout(Duration::from_secs(10)), Some(CancelReason::Dropped));
+//! ```
+//!
+//! # The pieces
+//!
+//! - [`CancelSource`] / [`CancelToken`]: the owner and observer sides of one cancellation.
+//!   [`CancelToken::is_cancelled`] is one atomic load; [`CancelToken::cancelled`] is a future;
+//!   [`CancelToken::wait_timeout`] an interruptible sleep; [`CancelToken::on_cancel`] pushes
+//!   the cancel into code that cannot poll; [`CancelToken::child`] links sources into a tree.
+//! - [`CancelOnDrop`]: wraps any future so that dropping it unfinished cancels a source.
+//! - [`AbortableNative`]: a job on a native thread, tethered to the future that awaits it, and
+//!   the [`Spawner`] trait that puts it on a thread ([`ThreadSpawner`] here; tokio, smol and
+//!   async-std in the adapter crates).
+//! - [`stats()`]: process-wide counts of running, detached and cancelled jobs, so a leak shows.
+//!
+//! # Guarantees
+//!
+//! - Dropping an unfinished [`AbortableNative`] cancels its token with [`CancelReason::Dropped`].
+//! - A job cancelled before its closure started never runs its closure.
+//! - A panic in a closure or a callback is caught and reported, never propagated into the
+//!   executor or the cancelling thread.
+//! - No callback, waker or user `Drop` ever runs while a lock of this crate is held.
+//! - Every concurrent state machine here is model-checked with [loom](https://docs.rs/loom)
+//!   (see `loom-tests/` in the repository).
+
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+mod callback;
+mod cancel_on_drop;
+mod error;
+mod job;
+mod native;
+mod reason;
+mod source;
+mod spawner;
+mod state;
+mod stats;
+mod sync;
+mod token;
+mod wait;
+
+pub use callback::CallbackGuard;
+pub use cancel_on_drop::{CancelOnDrop, CancelOnDropExt};
+pub use error::{JobPanic, NativeError, SpawnError};
+pub use native::{AbortableNative, CancelAndJoin};
+pub use reason::{CancelReason, Cancelled};
+pub use source::{CancelGuard, CancelSource};
+pub use spawner::{NativeTask, Spawner, ThreadSpawner};
+pub use stats::{NativeStats, stats};
+pub use token::CancelToken;
+pub use wait::WaitCancelled;

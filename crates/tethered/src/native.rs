@@ -1,0 +1,264 @@
+//! [`AbortableNative`]: the handle to a job on a native thread, tethered to its awaiter.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use crate::sync::Arc;
+use std::task::{Context, Poll};
+
+use crate::error::{NativeError, SpawnError};
+use crate::job::{Job, JobHandle};
+use crate::reason::CancelReason;
+use crate::source::CancelSource;
+use crate::spawner::{NativeTask, Spawner, ThreadSpawner};
+use crate::token::CancelToken;
+
+/// The handle to a job running `FnOnce(CancelToken) -> T` on a native thread.
+///
+/// It is a future resolving to `Result<T, NativeError>`, and it is *tethered*: dropping it
+/// before the job finished cancels the job's token with [`CancelReason::Dropped`]. So a
+/// timeout, a lost `select!`, an aborted task or a runtime shutdown, all of which drop the
+/// future, reach the native code, which sees [`CancelToken::is_cancelled`] turn `true`.
+///
+/// - `Ok(value)`: whatever the closure returned, also after a cancel: the closure decides what a
+///   cancelled run returns (a partial result, an error of its own).
+/// - `Err(NativeError::Cancelled(reason))`: no result because the cancel came before the closure
+///   started (it then never runs), or the spawner dropped the job unrun
+///   ([`CancelReason::Shutdown`]).
+/// - `Err(NativeError::Panicked(..))`: the closure panicked; the panic never reaches the task
+///   that awaits.
+///
+/// The future resolves only once the closure has returned (or was skipped), so awaiting it is
+/// also how to know the native thread is done with the job.
+///
+/// ```
+/// use std::time::Duration;
+/// use tethered::{AbortableNative, CancelReason};
+///
+/// let job = AbortableNative::spawn(|token| {
+///     let mut n = 0u64;
+///     while !token.is_cancelled() {
+///         n += 1;
+///     }
+///     n
+/// });
+/// let token = job.token();
+/// drop(job); // the awaiting side goes away...
+/// assert_eq!(token.reason(), Some(CancelReason::Dropped)); // ...and the job hears it
+/// ```
+#[must_use = "dropping an `AbortableNative` cancels its job"]
+pub struct AbortableNative<T> {
+    /// `None` once detached or joined.
+    job: Option<Arc<dyn JobHandle<T>>>,
+    token: CancelToken,
+}
+
+impl<T: Send + 'static> AbortableNative<T> {
+    /// Runs `f` on a new `std` thread (a [`ThreadSpawner`]).
+    ///
+    /// # Panics
+    ///
+    /// Only where [`std::thread::spawn`] would: if the OS cannot start a thread. Use
+    /// [`spawn_on`](Self::spawn_on) with a [`ThreadSpawner`] to get the error instead.
+    ///
+    /// ```
+    /// let job = tethered::AbortableNative::spawn(|_token| "done");
+    /// assert_eq!(futures_executor::block_on(job).unwrap(), "done");
+    /// ```
+    pub fn spawn<F>(f: F) -> Self
+    where
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        Self::spawn_on(&ThreadSpawner::new(), f)
+            .unwrap_or_else(|err| panic!("failed to spawn thread: {err}"))
+    }
+
+    /// Runs `f` through `spawner`, with a new token.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, ThreadSpawner};
+    /// let job = AbortableNative::spawn_on(&ThreadSpawner::new(), |_token| 2 * 21)?;
+    /// assert_eq!(job.join_blocking()?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_on<S, F>(spawner: &S, f: F) -> Result<Self, SpawnError>
+    where
+        S: Spawner + ?Sized,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        Self::spawn_with_source(spawner, CancelSource::new(), f)
+    }
+
+    /// Runs `f` through `spawner`, with a token of `source`: the job is cancelled when the
+    /// handle is dropped unfinished *or* when `source` is cancelled. Pass
+    /// [`token.child()`](CancelToken::child) to tie a job to a request-wide token.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, ThreadSpawner};
+    ///
+    /// let request = CancelSource::new();
+    /// request.cancel(CancelReason::Timeout);
+    /// let job = AbortableNative::spawn_with_source(
+    ///     &ThreadSpawner::new(),
+    ///     request.token().child(),
+    ///     |_token| unreachable!("cancelled before it started: never runs"),
+    /// )?;
+    /// assert!(matches!(job.join_blocking(), Err(NativeError::Cancelled(CancelReason::Timeout))));
+    /// # Ok::<(), tethered::SpawnError>(())
+    /// ```
+    pub fn spawn_with_source<S, F>(spawner: &S, source: CancelSource, f: F) -> Result<Self, SpawnError>
+    where
+        S: Spawner + ?Sized,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let token = source.token();
+        let job = Arc::new(Job::new(f, source));
+        spawner.spawn(NativeTask::new(job.clone()))?;
+        job.accept()?;
+        Ok(AbortableNative {
+            job: Some(job),
+            token,
+        })
+    }
+}
+
+impl<T> AbortableNative<T> {
+    /// A token of the job: cancelled when the job is.
+    pub fn token(&self) -> CancelToken {
+        self.token.clone()
+    }
+
+    /// Cancels the job with `reason`; `true` if this call cancelled it. The closure sees its
+    /// token cancelled; the handle still resolves when the closure returns.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tethered::{AbortableNative, CancelReason};
+    ///
+    /// let (started_tx, started) = mpsc::channel();
+    /// let job = AbortableNative::spawn(move |token| {
+    ///     started_tx.send(()).unwrap();
+    ///     token.wait()
+    /// });
+    /// started.recv().unwrap(); // the closure runs: it will see the cancel and return
+    /// assert!(job.cancel(CancelReason::custom("user pressed stop")));
+    /// assert_eq!(job.join_blocking().unwrap(), CancelReason::custom("user pressed stop"));
+
+    /// ```
+    pub fn cancel(&self, reason: CancelReason) -> bool {
+        self.token.state.cancel(reason)
+    }
+
+    /// Whether the job is finished: its closure has returned, or it will never run.
+    pub fn is_finished(&self) -> bool {
+        self.job.as_ref().is_none_or(|job| job.is_finished())
+    }
+
+    /// Cancels with [`CancelReason::Requested`] now, and returns a future that resolves only
+    /// after the closure has returned (or was skipped): cancel-and-join.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tethered::{AbortableNative, CancelReason, NativeError};
+    ///
+    /// let (started_tx, started) = mpsc::channel();
+    /// let job = AbortableNative::spawn(move |token| {
+    ///     started_tx.send(()).unwrap();
+    ///     token.wait(); // blocks until cancelled
+    ///     "cleaned up"
+    /// });
+    /// started.recv().unwrap();
+    /// let result = futures_executor::block_on(job.cancel_and_join());
+    /// assert_eq!(result.unwrap(), "cleaned up"); // the closure has returned
+    ///
+    /// // A job cancelled before its closure started resolves at once, without running it:
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// match futures_executor::block_on(job.cancel_and_join()) {
+    ///     Ok(reason) => assert_eq!(reason, CancelReason::Requested), // it had started
+    ///     Err(err) => assert!(matches!(err, NativeError::Cancelled(CancelReason::Requested))),
+    /// }
+    /// ```
+    pub fn cancel_and_join(self) -> CancelAndJoin<T> {
+        self.cancel(CancelReason::Requested);
+        CancelAndJoin { handle: self }
+    }
+
+    /// Blocks the calling thread until the job finishes and returns its result: the twin of
+    /// `.await` for synchronous callers. Do not call it on an async runtime's worker thread.
+    ///
+    /// ```
+    /// let job = tethered::AbortableNative::spawn(|_token| 6 * 7);
+    /// assert_eq!(job.join_blocking().unwrap(), 42);
+    /// ```
+    pub fn join_blocking(mut self) -> Result<T, NativeError> {
+        match self.job.take() {
+            Some(job) => job.join_blocking(),
+            None => panic!("`AbortableNative` joined after it completed"),
+        }
+    }
+
+    /// Lets the job run on without a handle: the explicit opt-out of cancel-on-drop. Its token
+    /// is not cancelled; it stays counted in [`stats()`](crate::stats)`.detached` (and
+    /// `.running` while its closure runs) until it finishes.
+    ///
+    /// ```
+    /// let job = tethered::AbortableNative::spawn(|token| token.is_cancelled());
+    /// let token = job.token();
+    /// job.detach();
+    /// assert!(!token.is_cancelled());
+    /// ```
+    pub fn detach(mut self) {
+        if let Some(job) = self.job.take() {
+            job.detach();
+        }
+    }
+}
+
+impl<T> Future for AbortableNative<T> {
+    type Output = Result<T, NativeError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let job = self
+            .job
+            .as_ref()
+            .expect("`AbortableNative` polled after it completed");
+        let result = std::task::ready!(job.poll_result(cx));
+        self.job = None;
+        Poll::Ready(result)
+    }
+}
+
+impl<T> Drop for AbortableNative<T> {
+    fn drop(&mut self) {
+        if let Some(job) = self.job.take() {
+            if !job.is_finished() {
+                job.source().cancel(CancelReason::Dropped);
+            }
+        }
+    }
+}
+
+impl<T> fmt::Debug for AbortableNative<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AbortableNative")
+            .field("finished", &self.is_finished())
+            .field("cancelled", &self.token.is_cancelled())
+            .finish()
+    }
+}
+
+/// Resolves once a cancelled job's closure has returned; made by
+/// [`AbortableNative::cancel_and_join`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct CancelAndJoin<T> {
+    handle: AbortableNative<T>,
+}
+
+impl<T> Future for CancelAndJoin<T> {
+    type Output = Result<T, NativeError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.handle).poll(cx)
+    }
+}

@@ -1,0 +1,156 @@
+//! [`Spawner`]: how a job reaches a native thread; [`ThreadSpawner`], one thread per job.
+
+use std::fmt;
+use crate::sync::Arc;
+
+use crate::error::SpawnError;
+use crate::job::RunJob;
+use crate::sync::thread;
+
+/// Puts a [`NativeTask`] on a native thread.
+///
+/// One implementation per runtime lives in its adapter crate (`tethered-tokio`,
+/// `tethered-smol`, `tethered-async-std`); [`ThreadSpawner`] is the runtime-agnostic default.
+///
+/// A spawner must either run the task (call [`NativeTask::run`] exactly once, on a thread where
+/// blocking is fine) or drop it. Dropping it is always safe: the job then finishes with
+/// [`NativeError::Cancelled`](crate::NativeError::Cancelled)`(`[`CancelReason::Shutdown`](crate::CancelReason::Shutdown)`)`,
+/// which is what a pool that shuts down with jobs still queued does. A spawner that drops the
+/// task before `spawn` returns, or returns `Err`, refused it: [`AbortableNative::spawn_on`](crate::AbortableNative::spawn_on)
+/// reports a [`SpawnError`].
+///
+/// ```
+/// use tethered::{AbortableNative, NativeTask, SpawnError, Spawner};
+///
+/// /// Runs every job on a fresh `std` thread with a big stack.
+/// struct BigStack;
+///
+/// impl Spawner for BigStack {
+///     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+///         std::thread::Builder::new()
+///             .stack_size(16 << 20)
+///             .spawn(move || task.run())
+///             .map(drop)
+///             .map_err(SpawnError::Thread)
+///     }
+/// }
+///
+/// let job = AbortableNative::spawn_on(&BigStack, |_token| 40 + 2).unwrap();
+/// assert_eq!(job.join_blocking().unwrap(), 42);
+/// ```
+pub trait Spawner {
+    /// Hands `task` to a native thread, or refuses it with an error.
+    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError>;
+}
+
+impl<S: Spawner + ?Sized> Spawner for &S {
+    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+        (**self).spawn(task)
+    }
+}
+
+impl<S: Spawner + ?Sized> Spawner for Box<S> {
+    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+        (**self).spawn(task)
+    }
+}
+
+impl<S: Spawner + ?Sized> Spawner for Arc<S> {
+    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+        (**self).spawn(task)
+    }
+}
+
+/// A job on its way to a native thread, as a [`Spawner`] receives it.
+///
+/// [`run`](NativeTask::run) it on a thread where blocking is fine, or drop it to refuse it.
+/// It is `Send` and `'static`, and costs no allocation beyond the job itself.
+#[must_use = "a task that is dropped is cancelled with `CancelReason::Shutdown`"]
+pub struct NativeTask {
+    job: Option<Arc<dyn RunJob>>,
+}
+
+impl NativeTask {
+    pub(crate) fn new(job: Arc<dyn RunJob>) -> Self {
+        NativeTask { job: Some(job) }
+    }
+
+    /// Runs the job here: calls its closure unless its token is already cancelled (then the
+    /// closure is dropped, never called), catches a panic, and delivers the result to the
+    /// job's handle. Never panics.
+    pub fn run(mut self) {
+        if let Some(job) = self.job.take() {
+            job.run();
+        }
+    }
+}
+
+impl Drop for NativeTask {
+    fn drop(&mut self) {
+        if let Some(job) = self.job.take() {
+            job.drop_unrun();
+        }
+    }
+}
+
+impl fmt::Debug for NativeTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NativeTask").finish_non_exhaustive()
+    }
+}
+
+/// Runs each job on a new named `std` thread: the runtime-agnostic [`Spawner`].
+///
+/// ```
+/// use tethered::{AbortableNative, ThreadSpawner};
+///
+/// let spawner = ThreadSpawner::new().name("sandbox");
+/// let job = AbortableNative::spawn_on(&spawner, |_token| {
+///     std::thread::current().name().map(str::to_owned)
+/// })
+/// .unwrap();
+/// assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox"));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ThreadSpawner {
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+}
+
+impl ThreadSpawner {
+    /// The name its threads get when none is set.
+    pub const DEFAULT_THREAD_NAME: &'static str = "tethered-native";
+
+    /// A spawner with default thread names ([`DEFAULT_THREAD_NAME`](Self::DEFAULT_THREAD_NAME))
+    /// and the default stack size.
+    pub fn new() -> Self {
+        ThreadSpawner::default()
+    }
+
+    /// Names the threads it starts.
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the stack size of the threads it starts, in bytes.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+}
+
+impl Spawner for ThreadSpawner {
+    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+        let name = self.name.as_deref().unwrap_or(Self::DEFAULT_THREAD_NAME);
+        let mut builder = thread::Builder::new().name(name.to_owned());
+        if let Some(bytes) = self.stack_size {
+            builder = builder.stack_size(bytes);
+        }
+        // Dropping the `JoinHandle` detaches the thread; the job's handle is how callers join.
+        builder
+            .spawn(move || task.run())
+            .map(drop)
+            .map_err(SpawnError::Thread)
+    }
+}

@@ -1,0 +1,275 @@
+//! The shared state behind a [`CancelSource`](crate::CancelSource) and its tokens.
+//!
+//! # Invariants
+//!
+//! 1. `flag` goes from [`ACTIVE`] to [`CANCELLED`] exactly once, inside the critical section of
+//!    `shared` that also stores `reason`. So whoever sees `CANCELLED` and then takes the lock
+//!    finds the reason; whoever holds the lock sees `reason.is_some()` exactly when the flag is set.
+//! 2. After the flag is set, nothing is added to `callbacks` or `wakers`: registrations check
+//!    `reason` under the lock and run (or resolve) inline instead.
+//! 3. A callback is owned by exactly one of: the `callbacks` map (registered, not yet run), the
+//!    cancelling thread (taken out of the map, running; `running` names its key and thread), or
+//!    nobody (it has run, or its guard removed it).
+//! 4. Only the thread whose `cancel` won runs callbacks, one at a time, so at most one is running.
+//! 5. No user code (callback, waker, drop of a callback) ever runs while `shared` is locked, so
+//!    user code may call back into any method of the token without deadlocking.
+//!
+//! # Lock order
+//!
+//! There is one lock per token. A cancel takes its own lock, releases it, and only then runs
+//! callbacks, which may take other tokens' locks (children). No code path holds two token locks
+//! at once.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use crate::reason::CancelReason;
+use crate::stats;
+use crate::sync::{self, AtomicU8, Condvar, Mutex, Ordering, thread};
+
+/// `flag`: not cancelled yet.
+const ACTIVE: u8 = 0;
+/// `flag`: cancelled; `shared.reason` holds the reason.
+const CANCELLED: u8 = 1;
+
+/// A callback registered with `on_cancel`.
+pub(crate) type Callback = Box<dyn FnOnce(&CancelReason) + Send>;
+
+/// Identifies a registered callback or waker within one token.
+pub(crate) type Key = u64;
+
+pub(crate) struct TokenState {
+    /// [`ACTIVE`] or [`CANCELLED`]: the one word `is_cancelled` loads.
+    flag: AtomicU8,
+    shared: Mutex<Shared>,
+    /// Signalled when the token is cancelled and whenever a callback finishes running.
+    changed: Condvar,
+}
+
+struct Shared {
+    reason: Option<CancelReason>,
+    next_key: Key,
+    /// Callbacks in registration order, run in that order.
+    callbacks: BTreeMap<Key, Callback>,
+    /// Wakers of pending `WaitCancelled` futures.
+    wakers: BTreeMap<Key, Waker>,
+    /// The callback the cancelling thread is running right now, and that thread.
+    running: Option<(Key, thread::ThreadId)>,
+    /// For a child token: the registration on its parent, dropped (unlinked) with this state.
+    parent_link: Option<crate::CallbackGuard>,
+}
+
+/// What [`TokenState::register_callback`] did with the callback.
+pub(crate) enum Registered {
+    /// Stored under this key; it runs when the token is cancelled.
+    Pending(Key),
+    /// The token was already cancelled; the callback has run.
+    RanInline,
+}
+
+impl TokenState {
+    pub(crate) fn new() -> Self {
+        TokenState {
+            flag: AtomicU8::new(ACTIVE),
+            shared: Mutex::new(Shared {
+                reason: None,
+                next_key: 0,
+                callbacks: BTreeMap::new(),
+                wakers: BTreeMap::new(),
+                running: None,
+                parent_link: None,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// One atomic load, no lock.
+    #[inline]
+    pub(crate) fn is_cancelled(&self) -> bool {
+        // ORDERING: Acquire pairs with the Release store in `cancel`, so a caller that sees the
+        // flag also sees everything the cancelling thread did before it cancelled (in
+        // particular the reason, and any state it prepared for the native code).
+        self.flag.load(Ordering::Acquire) == CANCELLED
+    }
+
+    pub(crate) fn reason(&self) -> Option<CancelReason> {
+        if !self.is_cancelled() {
+            return None;
+        }
+        sync::lock(&self.shared).reason.clone()
+    }
+
+    /// Cancels with `reason`; returns `true` only for the call that did it.
+    pub(crate) fn cancel(&self, reason: CancelReason) -> bool {
+        let wakers = {
+            let mut shared = sync::lock(&self.shared);
+            if shared.reason.is_some() {
+                return false;
+            }
+            shared.reason = Some(reason.clone());
+            // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
+            // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
+            self.flag.store(CANCELLED, Ordering::Release);
+            std::mem::take(&mut shared.wakers)
+        };
+        self.changed.notify_all();
+        for waker in wakers.into_values() {
+            waker.wake();
+        }
+        self.run_callbacks(&reason);
+        true
+    }
+
+    /// Runs the registered callbacks one by one, in registration order, with the lock released
+    /// while each runs (invariant 5). A panicking callback is caught and counted; the rest run.
+    fn run_callbacks(&self, reason: &CancelReason) {
+        let me = thread::current().id();
+        loop {
+            let callback = {
+                let mut shared = sync::lock(&self.shared);
+                let Some((key, callback)) = shared.callbacks.pop_first() else {
+                    return;
+                };
+                shared.running = Some((key, me));
+                callback
+            };
+            if catch_unwind(AssertUnwindSafe(|| callback(reason))).is_err() {
+                stats::callback_panicked();
+            }
+            sync::lock(&self.shared).running = None;
+            self.changed.notify_all();
+        }
+    }
+
+    /// Registers `callback`, or runs it right away (before returning) if already cancelled.
+    pub(crate) fn register_callback(&self, callback: Callback) -> Registered {
+        let mut shared = sync::lock(&self.shared);
+        match shared.reason.clone() {
+            None => {
+                let key = shared.next_key;
+                shared.next_key += 1;
+                shared.callbacks.insert(key, callback);
+                Registered::Pending(key)
+            }
+            Some(reason) => {
+                drop(shared);
+                if catch_unwind(AssertUnwindSafe(|| callback(&reason))).is_err() {
+                    stats::callback_panicked();
+                }
+                Registered::RanInline
+            }
+        }
+    }
+
+    /// Deregisters the callback under `key`. If it is running on another thread, waits until it
+    /// has returned; if it is running on this thread (a guard dropped inside its own callback),
+    /// returns at once.
+    pub(crate) fn deregister_callback(&self, key: Key) {
+        let mut shared = sync::lock(&self.shared);
+        if let Some(callback) = shared.callbacks.remove(&key) {
+            // Dropping the closure is user code (invariant 5).
+            drop(shared);
+            drop(callback);
+            return;
+        }
+        let me = thread::current().id();
+        while let Some((running, on)) = shared.running {
+            if running != key || on == me {
+                return;
+            }
+            shared = sync::wait(&self.changed, shared);
+        }
+    }
+
+    /// Stores `waker` to be woken on cancel (replacing the one under `key`, if any), or returns
+    /// the reason if the token is already cancelled.
+    pub(crate) fn register_waker(
+        &self,
+        key: &mut Option<Key>,
+        waker: &Waker,
+    ) -> Result<(), CancelReason> {
+        let mut shared = sync::lock(&self.shared);
+        if let Some(reason) = &shared.reason {
+            return Err(reason.clone());
+        }
+        let key = *key.get_or_insert_with(|| {
+            let next = shared.next_key;
+            shared.next_key += 1;
+            next
+        });
+        match shared.wakers.get_mut(&key) {
+            Some(stored) if stored.will_wake(waker) => {}
+            Some(stored) => stored.clone_from(waker),
+            None => {
+                shared.wakers.insert(key, waker.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the waker under `key` (its future was dropped).
+    pub(crate) fn deregister_waker(&self, key: Key) {
+        let waker = sync::lock(&self.shared).wakers.remove(&key);
+        drop(waker);
+    }
+
+    /// Blocks until cancelled or until `timeout` has passed.
+    pub(crate) fn wait_timeout(&self, timeout: Duration) -> Option<CancelReason> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut shared = sync::lock(&self.shared);
+        loop {
+            if let Some(reason) = &shared.reason {
+                return Some(reason.clone());
+            }
+            let left = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                // A timeout too large for an `Instant` is as good as forever.
+                None => Duration::from_secs(60 * 60 * 24),
+            };
+            if left.is_zero() {
+                return None;
+            }
+            shared = sync::wait_timeout(&self.changed, shared, left);
+        }
+    }
+
+    /// Blocks until cancelled.
+    pub(crate) fn wait(&self) -> CancelReason {
+        let mut shared = sync::lock(&self.shared);
+        loop {
+            if let Some(reason) = &shared.reason {
+                return reason.clone();
+            }
+            shared = sync::wait(&self.changed, shared);
+        }
+    }
+
+    /// Stores the registration that links this (child) state to its parent.
+    pub(crate) fn set_parent_link(&self, link: crate::CallbackGuard) {
+        let old = sync::lock(&self.shared).parent_link.replace(link);
+        drop(old);
+    }
+
+    /// Whether the callback under `key` is registered and has not started.
+    pub(crate) fn is_callback_pending(&self, key: Key) -> bool {
+        sync::lock(&self.shared).callbacks.contains_key(&key)
+    }
+
+    /// Number of callbacks registered and not yet run (children count as one each).
+    pub(crate) fn pending_callbacks(&self) -> usize {
+        sync::lock(&self.shared).callbacks.len()
+    }
+}
+
+impl std::fmt::Debug for TokenState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shared = sync::lock(&self.shared);
+        f.debug_struct("TokenState")
+            .field("reason", &shared.reason)
+            .field("callbacks", &shared.callbacks.len())
+            .field("waiters", &shared.wakers.len())
+            .finish()
+    }
+}

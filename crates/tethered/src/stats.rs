@@ -1,0 +1,129 @@
+//! Process-wide counters of native jobs: how a leak becomes visible.
+//!
+//! The counters are plain `std` atomics updated with `Relaxed` ordering: each is an independent
+//! tally, nothing is published through them, and a reader that has synchronised with a job
+//! (joined it) sees that job's updates through that synchronisation.
+//!
+//! Under `--cfg tethered_loom` a `static` cannot hold a loom atomic, and loom models run side by
+//! side in one test process. The counters are then thread-local: loom runs all threads of one
+//! model on the test's own OS thread, so each model sees exactly its own counters.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// A snapshot of the process-wide job counters, from [`stats()`].
+///
+/// ```
+/// let before = tethered::stats();
+/// let job = tethered::AbortableNative::spawn(|_token| 1 + 1);
+/// assert_eq!(job.join_blocking().unwrap(), 2);
+/// let after = tethered::stats();
+/// assert!(after.spawned > before.spawned);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NativeStats {
+    /// Closures executing right now.
+    pub running: usize,
+    /// Jobs that were [detached](crate::AbortableNative::detach) and have not finished.
+    pub detached: usize,
+    /// Jobs handed to a spawner successfully, ever.
+    pub spawned: u64,
+    /// Jobs whose token was cancelled before they finished (counted when they finish).
+    pub cancelled: u64,
+    /// Job closures that panicked.
+    pub panicked: u64,
+    /// `on_cancel` callbacks that panicked (caught; see
+    /// [`CancelToken::on_cancel`](crate::CancelToken::on_cancel)).
+    pub callback_panics: u64,
+}
+
+/// The process-wide job counters right now.
+///
+/// `running` is the number to watch: a native job that outlives the future that awaited it
+/// shows up there and nowhere else.
+///
+/// ```
+/// // At the end of a test: every closure has returned.
+/// # let job = tethered::AbortableNative::spawn(|_| ()); job.join_blocking().unwrap();
+/// assert_eq!(tethered::stats().detached, 0);
+/// ```
+pub fn stats() -> NativeStats {
+    with(|c| NativeStats {
+        running: c.running.load(Ordering::Relaxed),
+        detached: c.detached.load(Ordering::Relaxed),
+        spawned: c.spawned.load(Ordering::Relaxed),
+        cancelled: c.cancelled.load(Ordering::Relaxed),
+        panicked: c.panicked.load(Ordering::Relaxed),
+        callback_panics: c.callback_panics.load(Ordering::Relaxed),
+    })
+}
+
+struct Counters {
+    running: AtomicUsize,
+    detached: AtomicUsize,
+    spawned: AtomicU64,
+    cancelled: AtomicU64,
+    panicked: AtomicU64,
+    callback_panics: AtomicU64,
+}
+
+impl Counters {
+    const fn new() -> Self {
+        Counters {
+            running: AtomicUsize::new(0),
+            detached: AtomicUsize::new(0),
+            spawned: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            panicked: AtomicU64::new(0),
+            callback_panics: AtomicU64::new(0),
+        }
+    }
+}
+
+#[cfg(not(tethered_loom))]
+fn with<R>(f: impl FnOnce(&Counters) -> R) -> R {
+    static COUNTERS: Counters = Counters::new();
+    f(&COUNTERS)
+}
+
+#[cfg(tethered_loom)]
+fn with<R>(f: impl FnOnce(&Counters) -> R) -> R {
+    std::thread_local! {
+        static COUNTERS: Counters = const { Counters::new() };
+    }
+    COUNTERS.with(f)
+}
+
+// ORDERING (all below): Relaxed; see the module docs.
+
+pub(crate) fn job_started() {
+    with(|c| c.running.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn job_returned() {
+    with(|c| c.running.fetch_sub(1, Ordering::Relaxed));
+}
+
+pub(crate) fn job_spawned() {
+    with(|c| c.spawned.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn job_cancelled() {
+    with(|c| c.cancelled.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn job_panicked() {
+    with(|c| c.panicked.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn job_detached() {
+    with(|c| c.detached.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn detached_job_finished() {
+    with(|c| c.detached.fetch_sub(1, Ordering::Relaxed));
+}
+
+pub(crate) fn callback_panicked() {
+    with(|c| c.callback_panics.fetch_add(1, Ordering::Relaxed));
+}

@@ -1,0 +1,73 @@
+//! The one place that names synchronisation primitives.
+//!
+//! Every atomic, lock, condition variable and thread handle the crate uses comes from here. In
+//! normal builds they are `std`'s; under `--cfg tethered_loom` they are [loom]'s, so the loom
+//! models in `loom-tests/` explore every interleaving of the real code, not of a copy.
+//!
+//! Two things stay `std` under loom, on purpose:
+//!
+//! - [`Arc`] (and so `Weak`): `loom::sync::Arc` has no `Weak`, and child tokens need one (a parent's
+//!   callback must not keep its child alive). Reference counting is not what the models check; the
+//!   atomics and locks the shared state is made of are loom's either way, and the models assert
+//!   the absence of leaks explicitly (for example that a parent's link list ends empty).
+//! - The process-wide statistics in `stats.rs`: a `static` cannot hold a loom atomic. See there.
+//!
+//! The cfg is `tethered_loom`, not `loom`: a global `--cfg loom` would also switch tokio and
+//! other dependencies into their own loom modes.
+//!
+//! [loom]: https://docs.rs/loom
+
+pub(crate) use std::sync::Arc;
+
+#[cfg(not(tethered_loom))]
+pub(crate) use std::{
+    sync::{
+        Condvar, Mutex, MutexGuard,
+        atomic::{AtomicU8, Ordering},
+    },
+    thread,
+};
+
+#[cfg(tethered_loom)]
+pub(crate) use loom::{
+    sync::{
+        Condvar, Mutex, MutexGuard,
+        atomic::{AtomicU8, Ordering},
+    },
+    thread,
+};
+
+/// Locks `mutex`, ignoring poison.
+///
+/// No code in this crate panics while it holds one of its locks (user closures and callbacks
+/// always run with every lock released), so a poisoned lock can only come from a panic in the
+/// allocator or the like; the protected state is still consistent and the lock stays usable.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Waits on `condvar`, ignoring poison (see [`lock`]).
+pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    condvar
+        .wait(guard)
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Waits on `condvar` for at most `timeout`, ignoring poison (see [`lock`]).
+///
+/// Under loom the wait never times out (loom does not model time): a model that relies on a
+/// wake-up which never comes is reported as a deadlock instead of passing by timing out.
+pub(crate) fn wait_timeout<'a, T>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: std::time::Duration,
+) -> MutexGuard<'a, T> {
+    match condvar.wait_timeout(guard, timeout) {
+        Ok((guard, _)) => guard,
+        Err(poisoned) => poisoned.into_inner().0,
+    }
+}
+
+/// A plain `std` mutex for data that is never raced on, only made `Sync` (a panic payload in an
+/// error value). It stays `std` under loom because such values may outlive a loom model.
+pub(crate) type DataMutex<T> = std::sync::Mutex<T>;

@@ -1,0 +1,253 @@
+//! [`CancelToken`]: the observer side, handed to native code.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::callback::CallbackGuard;
+use crate::reason::{CancelReason, Cancelled};
+use crate::source::CancelSource;
+use crate::state::{Registered, TokenState};
+use crate::sync::Arc;
+use crate::wait::WaitCancelled;
+
+/// The observer side of a cancellation: native code checks it, waits on it, or registers a
+/// callback on it. Cancelled through its [`CancelSource`].
+///
+/// Cheap to clone (one reference-count increment) and `Send + Sync + 'static`, so it can go
+/// anywhere: into a blocking closure, an interpreter's state, a callback of a C library.
+///
+/// ```
+/// use tethered::{CancelReason, CancelSource};
+///
+/// let source = CancelSource::new();
+/// let token = source.token();
+/// let worker = std::thread::spawn(move || {
+///     let mut steps = 0u64;
+///     while !token.is_cancelled() {
+///         steps += 1; // one step of real work
+///     }
+///     (steps, token.reason())
+/// });
+/// source.cancel(CancelReason::Timeout);
+/// let (_, reason) = worker.join().unwrap();
+/// assert_eq!(reason, Some(CancelReason::Timeout));
+/// ```
+#[derive(Clone)]
+pub struct CancelToken {
+    pub(crate) state: Arc<TokenState>,
+}
+
+impl CancelToken {
+    /// Whether the token has been cancelled: one atomic load, no lock, no allocation. Meant for
+    /// the hottest loop of native code.
+    ///
+    /// Once it returns `true`, everything the cancelling thread did before its
+    /// [`cancel`](CancelSource::cancel) is visible to the caller, and [`reason`](Self::reason)
+    /// returns `Some`.
+    ///
+    /// ```
+    /// let source = tethered::CancelSource::new();
+    /// let token = source.token();
+    /// assert!(!token.is_cancelled());
+    /// source.cancel(tethered::CancelReason::Requested);
+    /// assert!(token.is_cancelled());
+    /// ```
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.state.is_cancelled()
+    }
+
+    /// `Err(Cancelled)` once cancelled, for use with `?`.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    /// let source = CancelSource::new();
+    /// assert!(source.token().check().is_ok());
+    /// source.cancel(CancelReason::Dropped);
+    /// assert_eq!(source.token().check().unwrap_err().reason(), &CancelReason::Dropped);
+    /// ```
+    #[inline]
+    pub fn check(&self) -> Result<(), Cancelled> {
+        if self.is_cancelled() {
+            Err(Cancelled::new(self.reason_after_flag()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The reason of the first cancel, or `None` if not cancelled.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    /// let source = CancelSource::new();
+    /// assert_eq!(source.token().reason(), None);
+    /// source.cancel(CancelReason::custom("quota exceeded"));
+    /// assert_eq!(source.token().reason(), Some(CancelReason::custom("quota exceeded")));
+    /// ```
+    pub fn reason(&self) -> Option<CancelReason> {
+        self.state.reason()
+    }
+
+    /// The reason, once the flag has been seen set.
+    fn reason_after_flag(&self) -> CancelReason {
+        // Invariant 1 of `state.rs`: the flag is only set together with the reason.
+        self.state.reason().unwrap_or(CancelReason::Requested)
+    }
+
+    /// A future that resolves to the reason once the token is cancelled.
+    ///
+    /// Works on any executor (it needs no timer or reactor) and cannot miss a wake-up: the
+    /// check and the registration of the waker happen under the same lock as the cancel.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let source = CancelSource::new();
+    /// let token = source.token();
+    /// std::thread::spawn(move || source.cancel(CancelReason::Shutdown));
+    /// let reason = futures_executor::block_on(token.cancelled());
+    /// assert_eq!(reason, CancelReason::Shutdown);
+    /// ```
+    pub fn cancelled(&self) -> WaitCancelled {
+        WaitCancelled::new(self.state.clone())
+    }
+
+    /// Blocks the calling thread until the token is cancelled (returns the reason) or `timeout`
+    /// has passed (returns `None`): an interruptible sleep for native code.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let source = CancelSource::new();
+    /// let token = source.token();
+    /// assert_eq!(token.wait_timeout(Duration::from_millis(1)), None);
+    /// source.cancel(CancelReason::Timeout);
+    /// assert_eq!(token.wait_timeout(Duration::from_secs(3600)), Some(CancelReason::Timeout));
+    /// ```
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<CancelReason> {
+        self.state.wait_timeout(timeout)
+    }
+
+    /// Blocks the calling thread until the token is cancelled and returns the reason.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    /// let source = CancelSource::new();
+    /// let token = source.token();
+    /// std::thread::spawn(move || source.cancel(CancelReason::Requested));
+    /// assert_eq!(token.wait(), CancelReason::Requested);
+    /// ```
+    pub fn wait(&self) -> CancelReason {
+        self.state.wait()
+    }
+
+    /// Registers `callback` to run when the token is cancelled: push-style cancellation for code
+    /// that cannot poll (kill a child process, bump a wasm engine's epoch, close a socket).
+    ///
+    /// - The callback runs at most once.
+    /// - If the token is already cancelled, it runs right here, before `on_cancel` returns.
+    /// - Otherwise it runs synchronously on the thread that cancels, inside
+    ///   [`CancelSource::cancel`], after the flag is set and waiters are woken, with no lock of
+    ///   this crate held: it may call any method of any token, register callbacks, drop guards.
+    ///   Callbacks run one after another in the order they were registered.
+    /// - Dropping the returned [`CallbackGuard`] deregisters the callback. If the callback is
+    ///   running on another thread at that moment, the drop waits until it has returned, so the
+    ///   callback may borrow state its owner frees right after dropping the guard. Dropping the
+    ///   guard inside its own callback returns at once.
+    /// - A panic in a callback is caught where the callback runs. The panic hook reports it as
+    ///   usual (by default a message on stderr); the payload is dropped; the other callbacks
+    ///   still run; the token stays cancelled with its reason and keeps working; and
+    ///   [`stats()`](crate::stats)`.callback_panics` counts it. The thread that cancelled never
+    ///   sees the panic: `cancel` often runs inside a `Drop`, where unwinding would abort.
+    ///
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let source = CancelSource::new();
+    /// let killed = Arc::new(AtomicBool::new(false));
+    /// let flag = killed.clone();
+    /// let _guard = source.token().on_cancel(move |reason| {
+    ///     assert_eq!(reason, &CancelReason::Timeout);
+    ///     flag.store(true, Ordering::SeqCst); // e.g. child.kill()
+    /// });
+    /// source.cancel(CancelReason::Timeout);
+    /// assert!(killed.load(Ordering::SeqCst));
+    /// ```
+    pub fn on_cancel<F>(&self, callback: F) -> CallbackGuard
+    where
+        F: FnOnce(&CancelReason) + Send + 'static,
+    {
+        match self.state.register_callback(Box::new(callback)) {
+            Registered::Pending(key) => CallbackGuard::registered(self.state.clone(), key),
+            Registered::RanInline => CallbackGuard::inert(),
+        }
+    }
+
+    /// A new [`CancelSource`] linked to this token: it is cancelled when this token is
+    /// cancelled, with the same reason; cancelling it never touches this token.
+    ///
+    /// The link lives as long as any handle to the child (its source or any of its tokens), so
+    /// a long-lived parent does not grow with dead children. If this token is already
+    /// cancelled, the child starts out cancelled.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let request = CancelSource::new();
+    /// let step = request.token().child();
+    /// step.cancel(CancelReason::Requested);
+    /// assert!(!request.is_cancelled()); // the parent is untouched
+    ///
+    /// let other = request.token().child();
+    /// request.cancel(CancelReason::Timeout);
+    /// assert_eq!(other.token().reason(), Some(CancelReason::Timeout));
+    /// ```
+    pub fn child(&self) -> CancelSource {
+        let child = CancelSource::new();
+        let weak = Arc::downgrade(&child.state);
+        let link = self.on_cancel(move |reason| {
+            if let Some(child) = weak.upgrade() {
+                child.cancel(reason.clone());
+            }
+        });
+        // If this token was already cancelled, `on_cancel` ran the callback inline, the child is
+        // cancelled, and `link` is inert.
+        child.state.set_parent_link(link);
+        child
+    }
+
+    /// Whether both tokens observe the same source.
+    ///
+    /// ```
+    /// let source = tethered::CancelSource::new();
+    /// assert!(source.token().same_as(&source.token()));
+    /// assert!(!source.token().same_as(&tethered::CancelSource::new().token()));
+    /// ```
+    pub fn same_as(&self, other: &CancelToken) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+
+    /// How many callbacks (and linked children) wait on this token right now. Useful in tests
+    /// to show that guards and children unlink themselves.
+    ///
+    /// ```
+    /// let source = tethered::CancelSource::new();
+    /// let child = source.token().child();
+    /// assert_eq!(source.token().registered_callbacks(), 1);
+    /// drop(child);
+    /// assert_eq!(source.token().registered_callbacks(), 0);
+    /// ```
+    pub fn registered_callbacks(&self) -> usize {
+        self.state.pending_callbacks()
+    }
+}
+
+impl fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}

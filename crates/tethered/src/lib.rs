@@ -54,6 +54,7 @@
 
 mod callback;
 mod cancel_on_drop;
+mod cancel_when;
 mod error;
 mod job;
 mod native;
@@ -68,6 +69,7 @@ mod wait;
 
 pub use callback::CallbackGuard;
 pub use cancel_on_drop::{CancelOnDrop, CancelOnDropExt};
+pub use cancel_when::CancelWhen;
 pub use error::{JobPanic, NativeError, SpawnError};
 pub use native::{AbortableNative, CancelAndJoin};
 pub use reason::{CancelReason, Cancelled};

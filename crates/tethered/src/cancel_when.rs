@@ -1,0 +1,90 @@
+//! [`CancelWhen`]: a job raced against a signal (a timer, a shutdown notice).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+
+use crate::error::NativeError;
+use crate::native::AbortableNative;
+use crate::reason::CancelReason;
+
+pin_project! {
+    /// Awaits a job; if `signal` completes first, cancels the job with a chosen reason and
+    /// resolves at once to `Err(NativeError::Cancelled(reason))`, without waiting for the
+    /// closure. Made by [`AbortableNative::cancel_when`].
+    ///
+    /// The adapters' `timeout` functions are this with their runtime's sleep and
+    /// [`CancelReason::Timeout`], so native code can tell a timeout from a dropped caller.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct CancelWhen<T, S> {
+        job: Option<AbortableNative<T>>,
+        #[pin]
+        signal: S,
+        reason: Option<CancelReason>,
+    }
+}
+
+impl<T> AbortableNative<T> {
+    /// Races the job against `signal`. If the job finishes first, its result; if `signal`
+    /// completes first, the job is cancelled with `reason` and the future resolves to
+    /// `Err(NativeError::Cancelled(reason))` right away; the closure then returns in its own
+    /// time, counted in [`stats()`](crate::stats) until it does.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, NativeError};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// let token = job.token();
+    /// let raced = job.cancel_when(std::future::ready(()), CancelReason::Shutdown);
+    /// let result = futures_executor::block_on(raced);
+    /// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Shutdown))));
+    /// assert_eq!(token.reason(), Some(CancelReason::Shutdown));
+    /// ```
+    pub fn cancel_when<S: Future>(self, signal: S, reason: CancelReason) -> CancelWhen<T, S> {
+        CancelWhen {
+            job: Some(self),
+            signal,
+            reason: Some(reason),
+        }
+    }
+}
+
+impl<T, S: Future> Future for CancelWhen<T, S> {
+    type Output = Result<T, NativeError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let job = this
+            .job
+            .as_mut()
+            .expect("`CancelWhen` polled after it completed");
+        // The job first: a result that is already there wins over a signal that fired.
+        if let Poll::Ready(result) = Pin::new(job).poll(cx) {
+            *this.job = None;
+            return Poll::Ready(result);
+        }
+        if this.signal.poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let reason = this
+            .reason
+            .take()
+            .expect("`CancelWhen` holds its reason until it completes");
+        if let Some(job) = this.job.take() {
+            job.cancel(reason.clone());
+        }
+        Poll::Ready(Err(NativeError::Cancelled(reason)))
+    }
+}
+
+impl<T, S> fmt::Debug for CancelWhen<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelWhen")
+            .field("job", &self.job)
+            .field("reason", &self.reason)
+            .finish_non_exhaustive()
+    }
+}

@@ -37,10 +37,12 @@ pin_project! {
     /// ```
     #[must_use = "futures do nothing unless polled"]
     pub struct CancelOnDrop<F> {
+        // `None` once the inner future completed. Declared before `future` so that it drops
+        // first: the cancel (and the `on_cancel` callbacks it runs) happens while the inner
+        // future, and any `CallbackGuard` it owns, is still alive.
+        guard: Option<CancelGuard>,
         #[pin]
         future: F,
-        // `None` once the inner future completed.
-        guard: Option<CancelGuard>,
         token: CancelToken,
     }
 }
@@ -49,9 +51,9 @@ impl<F> CancelOnDrop<F> {
     /// Wraps `future`; `source` is cancelled if the wrapper is dropped before `future` completes.
     pub fn new(future: F, source: CancelSource) -> Self {
         CancelOnDrop {
-            future,
             token: source.token(),
             guard: Some(source.drop_guard()),
+            future,
         }
     }
 

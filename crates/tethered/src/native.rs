@@ -1,9 +1,9 @@
 //! [`AbortableNative`]: the handle to a job on a native thread, tethered to its awaiter.
 
+use crate::sync::Arc;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use crate::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::error::{NativeError, SpawnError};
@@ -106,7 +106,11 @@ impl<T: Send + 'static> AbortableNative<T> {
     /// assert!(matches!(job.join_blocking(), Err(NativeError::Cancelled(CancelReason::Timeout))));
     /// # Ok::<(), tethered::SpawnError>(())
     /// ```
-    pub fn spawn_with_source<S, F>(spawner: &S, source: CancelSource, f: F) -> Result<Self, SpawnError>
+    pub fn spawn_with_source<S, F>(
+        spawner: &S,
+        source: CancelSource,
+        f: F,
+    ) -> Result<Self, SpawnError>
     where
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,

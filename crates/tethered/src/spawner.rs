@@ -1,7 +1,7 @@
 //! [`Spawner`]: how a job reaches a native thread; [`ThreadSpawner`], one thread per job.
 
-use std::fmt;
 use crate::sync::Arc;
+use std::fmt;
 
 use crate::error::SpawnError;
 use crate::job::RunJob;

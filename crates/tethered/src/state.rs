@@ -257,9 +257,10 @@ impl TokenState {
         sync::lock(&self.shared).callbacks.contains_key(&key)
     }
 
-    /// Number of callbacks registered and not yet run (children count as one each).
-    pub(crate) fn pending_callbacks(&self) -> usize {
-        sync::lock(&self.shared).callbacks.len()
+    /// Callbacks not yet run plus pending `WaitCancelled` wakers.
+    pub(crate) fn registrations(&self) -> usize {
+        let shared = sync::lock(&self.shared);
+        shared.callbacks.len() + shared.wakers.len()
     }
 }
 

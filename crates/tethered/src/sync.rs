@@ -43,7 +43,9 @@ pub(crate) use loom::{
 /// always run with every lock released), so a poisoned lock can only come from a panic in the
 /// allocator or the like; the protected state is still consistent and the lock stays usable.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Waits on `condvar`, ignoring poison (see [`lock`]).

@@ -229,18 +229,19 @@ impl CancelToken {
         Arc::ptr_eq(&self.state, &other.state)
     }
 
-    /// How many callbacks (and linked children) wait on this token right now. Useful in tests
-    /// to show that guards and children unlink themselves.
+    /// How many registrations wait on this token right now: callbacks not yet run, linked
+    /// children, and pending [`cancelled`](Self::cancelled) futures. Useful in tests to show
+    /// that guards, children and abandoned futures unlink themselves; it drops to 0 on cancel.
     ///
     /// ```
     /// let source = tethered::CancelSource::new();
     /// let child = source.token().child();
-    /// assert_eq!(source.token().registered_callbacks(), 1);
+    /// assert_eq!(source.token().registrations(), 1);
     /// drop(child);
-    /// assert_eq!(source.token().registered_callbacks(), 0);
+    /// assert_eq!(source.token().registrations(), 0);
     /// ```
-    pub fn registered_callbacks(&self) -> usize {
-        self.state.pending_callbacks()
+    pub fn registrations(&self) -> usize {
+        self.state.registrations()
     }
 }
 

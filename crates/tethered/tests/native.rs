@@ -1,0 +1,381 @@
+//! `AbortableNative`: results, cancel before start, drop-cancellation, joins, detach.
+
+mod support;
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::task::{Context, Poll, Waker};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use futures_executor::block_on;
+use support::{ClosedSpawner, FailingSpawner, InlineSpawner, QueueSpawner};
+use tethered::{
+    AbortableNative, CancelReason, CancelSource, NativeError, SpawnError, ThreadSpawner,
+};
+
+fn assert_send_sync_unpin<T: Send + Sync + Unpin + 'static>(_: &T) {}
+
+/// Spawns a job that spins until cancelled and reports that it started.
+fn spinning_job() -> (AbortableNative<CancelReason>, mpsc::Receiver<()>) {
+    let (started_tx, started) = mpsc::channel();
+    let job = AbortableNative::spawn(move |token| {
+        started_tx.send(()).unwrap();
+        while !token.is_cancelled() {
+            std::hint::spin_loop();
+        }
+        token.reason().unwrap()
+    });
+    (job, started)
+}
+
+#[test]
+fn handle_is_send_sync_unpin() {
+    let job = AbortableNative::spawn(|_| 1);
+    assert_send_sync_unpin(&job);
+    assert_eq!(job.join_blocking().unwrap(), 1);
+}
+
+#[test]
+fn awaiting_returns_the_closures_value() {
+    let job = AbortableNative::spawn(|_| String::from("result"));
+    assert_eq!(block_on(job).unwrap(), "result");
+}
+
+#[test]
+fn closure_gets_a_token_of_the_job() {
+    let (tx, rx) = mpsc::channel();
+    let job = AbortableNative::spawn(move |token| {
+        tx.send(token).unwrap();
+    });
+    let inner = rx.recv().unwrap();
+    assert!(inner.same_as(&job.token()));
+    job.join_blocking().unwrap();
+}
+
+#[test]
+fn dropping_the_handle_cancels_a_running_job_with_dropped() {
+    let (job, started) = spinning_job();
+    let token = job.token();
+    started.recv().unwrap();
+    drop(job);
+    assert_eq!(token.reason(), Some(CancelReason::Dropped));
+}
+
+#[test]
+fn dropping_the_awaiting_future_mid_await_cancels_the_job() {
+    let (job, started) = spinning_job();
+    let token = job.token();
+    started.recv().unwrap();
+    let mut job = Box::pin(job);
+    assert!(
+        job.as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_pending()
+    );
+    drop(job);
+    assert_eq!(
+        token.wait_timeout(Duration::from_secs(10)),
+        Some(CancelReason::Dropped)
+    );
+}
+
+#[test]
+fn a_cancelled_job_still_returns_what_its_closure_returns() {
+    let (job, started) = spinning_job();
+    started.recv().unwrap();
+    job.cancel(CancelReason::Timeout);
+    assert_eq!(job.join_blocking().unwrap(), CancelReason::Timeout);
+}
+
+#[test]
+fn cancel_returns_true_only_once() {
+    let (job, started) = spinning_job();
+    started.recv().unwrap();
+    assert!(job.cancel(CancelReason::Requested));
+    assert!(!job.cancel(CancelReason::Timeout));
+    assert_eq!(block_on(job).unwrap(), CancelReason::Requested);
+}
+
+#[test]
+fn cancel_before_start_never_runs_the_closure() {
+    let spawner = QueueSpawner::default();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let job =
+        AbortableNative::spawn_on(&spawner, move |_| flag.store(true, Ordering::SeqCst)).unwrap();
+    job.cancel(CancelReason::Timeout);
+    spawner.take().run();
+    assert!(!ran.load(Ordering::SeqCst));
+    assert!(matches!(
+        job.join_blocking(),
+        Err(NativeError::Cancelled(CancelReason::Timeout))
+    ));
+}
+
+#[test]
+fn dropping_the_handle_before_start_skips_the_closure_and_drops_it() {
+    let spawner = QueueSpawner::default();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let captured = Arc::new(());
+    let held = captured.clone();
+    let job = AbortableNative::spawn_on(&spawner, move |_| {
+        let _held = &held;
+        flag.store(true, Ordering::SeqCst);
+    })
+    .unwrap();
+    let token = job.token();
+    drop(job);
+    assert_eq!(token.reason(), Some(CancelReason::Dropped));
+    spawner.take().run();
+    assert!(!ran.load(Ordering::SeqCst));
+    assert_eq!(
+        Arc::strong_count(&captured),
+        1,
+        "the skipped closure was dropped"
+    );
+}
+
+#[test]
+fn a_task_dropped_unrun_by_its_pool_reports_shutdown() {
+    let spawner = QueueSpawner::default();
+    let job = AbortableNative::spawn_on(&spawner, |_| 1).unwrap();
+    let token = job.token();
+    spawner.shut_down();
+    assert!(job.is_finished());
+    assert!(matches!(
+        block_on(job),
+        Err(NativeError::Cancelled(CancelReason::Shutdown))
+    ));
+    assert_eq!(token.reason(), Some(CancelReason::Shutdown));
+}
+
+#[test]
+fn a_spawner_that_drops_the_task_while_spawning_is_a_spawn_error() {
+    let err = AbortableNative::spawn_on(&ClosedSpawner, |_| 1).unwrap_err();
+    assert!(matches!(err, SpawnError::Rejected));
+    assert!(
+        err.to_string()
+            .contains("dropped the job without running it")
+    );
+}
+
+#[test]
+fn a_spawner_error_is_returned_with_its_cause() {
+    let err = AbortableNative::spawn_on(&FailingSpawner, |_| 1).unwrap_err();
+    assert_eq!(err.to_string(), "the spawner failed: no capacity left");
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[test]
+fn a_spawner_that_runs_inline_delivers_the_result() {
+    let job = AbortableNative::spawn_on(&InlineSpawner, |_| 5).unwrap();
+    assert!(job.is_finished());
+    assert_eq!(block_on(job).unwrap(), 5);
+}
+
+#[test]
+fn a_panicking_closure_is_an_error_with_its_payload_not_a_panic_in_the_awaiter() {
+    let job = AbortableNative::spawn(|_| -> u8 { std::panic::panic_any(17_u32) });
+    let err = block_on(job).unwrap_err();
+    assert!(err.is_panic());
+    assert_eq!(
+        err.to_string(),
+        "native job panicked (with a payload that is not a string)"
+    );
+    assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&17));
+
+    let job = AbortableNative::spawn(|_| -> u8 { panic!("formatted {}", 42) });
+    match job.join_blocking() {
+        Err(NativeError::Panicked(panic)) => assert_eq!(panic.message(), Some("formatted 42")),
+        other => panic!("expected a panic, got {other:?}"),
+    }
+}
+
+#[test]
+fn native_error_accessors_and_messages() {
+    let err = NativeError::Cancelled(CancelReason::Timeout);
+    assert!(err.is_cancelled());
+    assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(err.to_string(), "native job cancelled: the deadline passed");
+    let err = err.try_into_panic().unwrap_err();
+    assert!(!err.is_panic());
+}
+
+#[test]
+fn is_finished_turns_true_once_the_closure_returned() {
+    let (release_tx, release) = mpsc::channel::<()>();
+    let job = AbortableNative::spawn(move |_| release.recv().unwrap());
+    assert!(!job.is_finished());
+    release_tx.send(()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !job.is_finished() {
+        assert!(Instant::now() < deadline, "the job never finished");
+        thread::sleep(Duration::from_millis(1));
+    }
+    job.join_blocking().unwrap();
+}
+
+#[test]
+fn cancel_and_join_resolves_only_after_the_closure_returned() {
+    let returned = Arc::new(AtomicBool::new(false));
+    let flag = returned.clone();
+    let (started_tx, started) = mpsc::channel();
+    let job = AbortableNative::spawn(move |token| {
+        started_tx.send(()).unwrap();
+        let reason = token.wait();
+        thread::sleep(Duration::from_millis(50)); // slow clean-up after the cancel
+        flag.store(true, Ordering::SeqCst);
+        reason
+    });
+    started.recv().unwrap();
+    let reason = block_on(job.cancel_and_join()).unwrap();
+    assert_eq!(reason, CancelReason::Requested);
+    assert!(returned.load(Ordering::SeqCst));
+}
+
+#[test]
+fn cancel_and_join_of_a_queued_job_resolves_without_running_it() {
+    let spawner = QueueSpawner::default();
+    let job = AbortableNative::spawn_on(&spawner, |_| 1).unwrap();
+    let joined = thread::spawn(move || block_on(job.cancel_and_join()));
+    thread::sleep(Duration::from_millis(10));
+    spawner.take().run();
+    assert!(matches!(
+        joined.join().unwrap(),
+        Err(NativeError::Cancelled(CancelReason::Requested))
+    ));
+}
+
+#[test]
+fn the_handle_wakes_its_task_when_the_job_finishes() {
+    let spawner = QueueSpawner::default();
+    let job = AbortableNative::spawn_on(&spawner, |_| 3).unwrap();
+    let mut job = pin!(job);
+    let woken = Arc::new(WakeFlag::default());
+    let waker = Waker::from(woken.clone());
+    assert!(
+        job.as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    spawner.take().run();
+    assert!(woken.0.load(Ordering::SeqCst));
+    assert!(matches!(
+        job.as_mut().poll(&mut Context::from_waker(&waker)),
+        Poll::Ready(Ok(3))
+    ));
+}
+
+#[derive(Default)]
+struct WakeFlag(AtomicBool);
+
+impl std::task::Wake for WakeFlag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn detach_lets_the_job_run_on_uncancelled() {
+    let (release_tx, release) = mpsc::channel::<()>();
+    let (done_tx, done) = mpsc::channel();
+    let job = AbortableNative::spawn(move |token| {
+        release.recv().unwrap();
+        done_tx.send(token.is_cancelled()).unwrap();
+    });
+    let token = job.token();
+    job.detach();
+    assert!(!token.is_cancelled());
+    release_tx.send(()).unwrap();
+    assert!(
+        !done.recv().unwrap(),
+        "the detached job ran to the end uncancelled"
+    );
+}
+
+#[test]
+fn spawn_with_source_ties_the_job_to_an_outer_token() {
+    let request = CancelSource::new();
+    let (started_tx, started) = mpsc::channel();
+    let job = AbortableNative::spawn_with_source(
+        &ThreadSpawner::new(),
+        request.token().child(),
+        move |token| {
+            started_tx.send(()).unwrap();
+            token.wait()
+        },
+    )
+    .unwrap();
+    started.recv().unwrap();
+    request.cancel(CancelReason::Shutdown);
+    assert_eq!(job.join_blocking().unwrap(), CancelReason::Shutdown);
+    assert_eq!(request.token().registrations(), 0);
+}
+
+#[test]
+fn thread_spawner_names_its_threads() {
+    let job = AbortableNative::spawn(|_| thread::current().name().map(str::to_owned));
+    assert_eq!(
+        job.join_blocking().unwrap().as_deref(),
+        Some(ThreadSpawner::DEFAULT_THREAD_NAME)
+    );
+    let job = AbortableNative::spawn_on(&ThreadSpawner::new().name("interp-7"), |_| {
+        thread::current().name().map(str::to_owned)
+    })
+    .unwrap();
+    assert_eq!(job.join_blocking().unwrap().as_deref(), Some("interp-7"));
+}
+
+#[test]
+fn thread_spawner_reports_an_os_refusal_as_a_spawn_error() {
+    // A stack larger than any address space: the OS refuses the thread.
+    let err =
+        AbortableNative::spawn_on(&ThreadSpawner::new().stack_size(usize::MAX), |_| 1).unwrap_err();
+    assert!(matches!(err, SpawnError::Thread(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("the operating system refused to start a thread")
+    );
+}
+
+#[test]
+fn cancel_when_returns_the_result_if_the_job_wins() {
+    let job = AbortableNative::spawn(|_| 9);
+    let result = block_on(job.cancel_when(std::future::pending::<()>(), CancelReason::Timeout));
+    assert_eq!(result.unwrap(), 9);
+}
+
+#[test]
+fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
+    let (release_tx, release) = mpsc::channel::<()>();
+    let job = AbortableNative::spawn(move |token| {
+        // Ignores the token until released: the race must not wait for it.
+        release.recv().unwrap();
+        token.reason()
+    });
+    let token = job.token();
+    let result = block_on(job.cancel_when(std::future::ready(()), CancelReason::Timeout));
+    assert!(matches!(
+        result,
+        Err(NativeError::Cancelled(CancelReason::Timeout))
+    ));
+    assert_eq!(token.reason(), Some(CancelReason::Timeout));
+    release_tx.send(()).unwrap();
+}
+
+#[test]
+fn debug_output_shows_state() {
+    let spawner = QueueSpawner::default();
+    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    assert_eq!(
+        format!("{job:?}"),
+        "AbortableNative { finished: false, cancelled: false }"
+    );
+    assert_eq!(spawner.len(), 1);
+    spawner.take().run();
+    job.join_blocking().unwrap();
+}

@@ -1,0 +1,128 @@
+//! `stats()`: the process-wide counters that make a leak visible.
+//!
+//! The counters are process-wide, so the tests of this file (its own test binary) take turns.
+
+mod support;
+
+use std::sync::{Mutex, MutexGuard, mpsc};
+use std::time::{Duration, Instant};
+
+use support::{ClosedSpawner, QueueSpawner};
+use tethered::{AbortableNative, CancelReason, stats};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn running_counts_closures_executing_now() {
+    let _serial = serial();
+    let base = stats();
+    let (started_tx, started) = mpsc::channel();
+    let jobs: Vec<_> = (0..3)
+        .map(|_| {
+            let started_tx = started_tx.clone();
+            AbortableNative::spawn(move |token| {
+                started_tx.send(()).unwrap();
+                token.wait()
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        started.recv().unwrap();
+    }
+    assert_eq!(stats().running, base.running + 3);
+    assert_eq!(stats().spawned, base.spawned + 3);
+    for job in jobs {
+        job.cancel(CancelReason::Requested);
+        job.join_blocking().unwrap();
+    }
+    assert_eq!(stats().running, base.running);
+    assert_eq!(stats().cancelled, base.cancelled + 3);
+}
+
+#[test]
+fn a_dropped_job_counts_as_running_until_its_closure_returns() {
+    let _serial = serial();
+    let base = stats();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let job = AbortableNative::spawn(move |_token| {
+        started_tx.send(()).unwrap();
+        release.recv().unwrap(); // ignores its token
+    });
+    started.recv().unwrap();
+    drop(job);
+    assert_eq!(stats().running, base.running + 1, "the leak is visible");
+    release_tx.send(()).unwrap();
+    wait_until("the closure returned", || stats().running == base.running);
+    wait_until("the job was counted as cancelled", || {
+        stats().cancelled == base.cancelled + 1
+    });
+}
+
+#[test]
+fn detached_counts_until_the_job_finishes() {
+    let _serial = serial();
+    let base = stats();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let job = AbortableNative::spawn(move |_| release.recv().unwrap());
+    job.detach();
+    assert_eq!(stats().detached, base.detached + 1);
+    release_tx.send(()).unwrap();
+    wait_until("the detached job finished", || {
+        stats().detached == base.detached
+    });
+    assert_eq!(
+        stats().cancelled,
+        base.cancelled,
+        "detaching does not cancel"
+    );
+}
+
+#[test]
+fn detaching_a_finished_job_counts_nothing() {
+    let _serial = serial();
+    let base = stats();
+    let job = AbortableNative::spawn(|_| ());
+    wait_until("the job finished", || job.is_finished());
+    job.detach();
+    assert_eq!(stats().detached, base.detached);
+}
+
+#[test]
+fn panics_are_counted() {
+    let _serial = serial();
+    let base = stats();
+    let job = AbortableNative::spawn(|_| -> () { panic!("counted") });
+    assert!(job.join_blocking().unwrap_err().is_panic());
+    assert_eq!(stats().panicked, base.panicked + 1);
+    assert_eq!(stats().running, base.running);
+}
+
+#[test]
+fn refused_spawns_are_not_counted_and_unrun_jobs_count_as_cancelled() {
+    let _serial = serial();
+    let base = stats();
+    assert!(AbortableNative::spawn_on(&ClosedSpawner, |_| ()).is_err());
+    assert_eq!(stats(), base);
+
+    let spawner = QueueSpawner::default();
+    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    spawner.shut_down();
+    assert!(job.join_blocking().is_err());
+    let after = stats();
+    assert_eq!(after.spawned, base.spawned + 1);
+    assert_eq!(after.cancelled, base.cancelled + 1);
+    assert_eq!(after.running, base.running);
+}

@@ -147,7 +147,6 @@ impl<T> AbortableNative<T> {
     /// started.recv().unwrap(); // the closure runs: it will see the cancel and return
     /// assert!(job.cancel(CancelReason::custom("user pressed stop")));
     /// assert_eq!(job.join_blocking().unwrap(), CancelReason::custom("user pressed stop"));
-
     /// ```
     pub fn cancel(&self, reason: CancelReason) -> bool {
         self.token.state.cancel(reason)

@@ -1,0 +1,62 @@
+//! [tethered] on smol: jobs on the `blocking` pool (the threads behind `smol::unblock`) that are
+//! cancelled when the future awaiting them is dropped.
+//!
+//! With plain `smol::unblock`, dropping the `Task` stops a closure that has not started, but one
+//! that runs keeps running: it burns CPU and holds a pool thread after its caller gave up.
+//! [`spawn_native`] hands the closure a [`CancelToken`](tethered::CancelToken) instead, and
+//! dropping the returned [`AbortableNative`](tethered::AbortableNative), which is what a timeout,
+//! a lost race, a dropped `Task` or a dropped `Executor` does, cancels it.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tethered::{CancelReason, NativeError};
+//!
+//! let result = smol::block_on(async {
+//!     let job = tethered_smol::spawn_native(|token| {
+//!         let mut steps = 0u64;
+//!         while !token.is_cancelled() {
+//!             steps += 1; // blocking work, checking the token as it goes
+//!         }
+//!         steps
+//!     });
+//!     tethered_smol::timeout(Duration::from_millis(20), job).await
+//! });
+//! // The caller gets the timeout at once; the closure saw `Timeout` and has returned or will.
+//! assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
+//! ```
+//!
+//! # What is here
+//!
+//! - [`spawn_native`] / [`try_spawn_native`]: run `FnOnce(CancelToken) -> T` on the pool.
+//! - [`SmolSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for
+//!   [`AbortableNative::spawn_on`](tethered::AbortableNative::spawn_on) and friends.
+//! - [`timeout`]: cancel with [`CancelReason::Timeout`](tethered::CancelReason::Timeout) when
+//!   async-io's timer fires first.
+//!
+//! Everything else (tokens, `CancelOnDrop`, `stats()`) is in [tethered].
+//!
+//! # No runtime to be outside of
+//!
+//! The `blocking` pool is process-wide and needs no runtime context: these functions work on
+//! any thread, in an executor or not, and keep working after every smol `Executor` is dropped.
+//! So [`try_spawn_native`] has no error case on smol; it exists so code moves between the
+//! tethered adapters unchanged. Size the pool with the `BLOCKING_MAX_THREADS` environment
+//! variable (default 500), read once when the pool starts.
+//!
+//! [tethered]: https://docs.rs/tethered
+
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+mod spawn;
+mod spawner;
+mod timeout;
+
+pub use spawn::{spawn_native, try_spawn_native};
+pub use spawner::SmolSpawner;
+pub use timeout::timeout;
+
+// The README's example is a doc test too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

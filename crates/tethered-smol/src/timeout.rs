@@ -1,0 +1,36 @@
+//! [`timeout`]: a job raced against async-io's timer, cancelled with `Timeout` if it loses.
+
+use std::time::Duration;
+
+use async_io::Timer;
+use tethered::{AbortableNative, CancelReason, CancelWhen};
+
+/// Awaits `job` for at most `duration`. If the job finishes first, its result; otherwise the
+/// job's token is cancelled with [`CancelReason::Timeout`] (not `Dropped`, so native code can
+/// tell a deadline from a caller that went away) and the future resolves at once to
+/// `Err(NativeError::Cancelled(CancelReason::Timeout))`, without waiting for the closure,
+/// which returns in its own time.
+///
+/// The deadline is fixed when `timeout` is called (async-io's [`Timer::after`], the timer
+/// `smol::Timer` re-exports); the timer runs on async-io's reactor, so any executor or
+/// `block_on` can await the result. A `duration` too large to add to `Instant::now()` never
+/// fires.
+///
+/// ```
+/// use std::time::Duration;
+/// use tethered::{CancelReason, NativeError};
+///
+/// let job = tethered_smol::spawn_native(|token| {
+///     while !token.is_cancelled() {
+///         std::thread::sleep(Duration::from_millis(1)); // a step of blocking work
+///     }
+///     token.reason()
+/// });
+/// let token = job.token();
+/// let result = smol::block_on(tethered_smol::timeout(Duration::from_millis(10), job));
+/// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
+/// assert_eq!(token.reason(), Some(CancelReason::Timeout)); // what the closure sees
+/// ```
+pub fn timeout<T>(duration: Duration, job: AbortableNative<T>) -> CancelWhen<T, Timer> {
+    job.cancel_when(Timer::after(duration), CancelReason::Timeout)
+}

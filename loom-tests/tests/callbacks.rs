@@ -1,0 +1,95 @@
+//! Model 4: `on_cancel` registration, running and deregistration against a cancel.
+
+use loom_tests::{
+    model,
+    sync::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering},
+    thread,
+};
+use tethered::{CallbackGuard, CancelReason, CancelSource};
+
+/// Registering while another thread cancels: the callback runs exactly once, either inline or
+/// on the cancelling thread.
+#[test]
+fn callback_registered_during_a_cancel_runs_exactly_once() {
+    model("on_cancel_vs_cancel", || {
+        let source = CancelSource::new();
+        let canceller = {
+            let source = source.clone();
+            thread::spawn(move || {
+                source.cancel(CancelReason::Requested);
+            })
+        };
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let guard = source.token().on_cancel(move |reason| {
+            assert_eq!(reason, &CancelReason::Requested);
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        canceller.join().unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        drop(guard);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// A guard dropped while its callback runs on another thread waits for it to return; a guard
+/// dropped before the callback started stops it from ever starting.
+#[test]
+fn guard_drop_waits_for_a_running_callback() {
+    model("guard_drop_vs_running_callback", || {
+        let source = CancelSource::new();
+        let entered = Arc::new(AtomicBool::new(false));
+        let finished = Arc::new(AtomicBool::new(false));
+        let guard = {
+            let entered = entered.clone();
+            let finished = finished.clone();
+            source.token().on_cancel(move |_| {
+                entered.store(true, Ordering::SeqCst);
+                thread::yield_now();
+                finished.store(true, Ordering::SeqCst);
+            })
+        };
+        let canceller = thread::spawn(move || {
+            source.cancel(CancelReason::Requested);
+        });
+        drop(guard);
+        let entered_at_drop = entered.load(Ordering::SeqCst);
+        assert_eq!(
+            entered_at_drop,
+            finished.load(Ordering::SeqCst),
+            "drop returned while the callback was running"
+        );
+        canceller.join().unwrap();
+        assert_eq!(
+            entered.load(Ordering::SeqCst),
+            entered_at_drop,
+            "the callback started after its guard was dropped"
+        );
+    });
+}
+
+/// A guard dropped inside its own callback returns at once instead of waiting for itself.
+#[test]
+fn guard_dropped_inside_its_own_callback_does_not_deadlock() {
+    model("guard_drop_inside_own_callback", || {
+        let source = CancelSource::new();
+        let slot: Arc<Mutex<Option<CallbackGuard>>> = Arc::new(Mutex::new(None));
+        let ran = Arc::new(AtomicBool::new(false));
+        let guard = {
+            let slot = slot.clone();
+            let ran = ran.clone();
+            source.token().on_cancel(move |_| {
+                let own = slot.lock().unwrap().take();
+                drop(own);
+                ran.store(true, Ordering::SeqCst);
+            })
+        };
+        *slot.lock().unwrap() = Some(guard);
+        let canceller = thread::spawn(move || {
+            source.cancel(CancelReason::Requested);
+        });
+        canceller.join().unwrap();
+        assert!(ran.load(Ordering::SeqCst));
+        assert!(slot.lock().unwrap().is_none());
+    });
+}

@@ -1,0 +1,215 @@
+//! Model 7: `AbortableNative`: completion against handle drop, `cancel`, `cancel_and_join` and
+//! a pool that drops the job unrun; results delivered exactly once; stats back to zero.
+
+use loom_tests::{
+    HeldSpawner, JoinableSpawner, block_on, model,
+    sync::{Arc, AtomicBool, Ordering},
+    thread,
+};
+use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, stats};
+
+/// A cancel racing the job's start: either the closure ran (and its value arrives) or the
+/// closure never ran (and the cancel arrives). Never both, never neither. And when the cancel
+/// had completed before the runner started, the closure must not run.
+#[test]
+fn cancel_before_start_means_the_closure_never_runs() {
+    model("native_cancel_vs_start", || {
+        let cancel_done = Arc::new(AtomicBool::new(false));
+        let spawner = WatchingSpawner {
+            cancel_done: cancel_done.clone(),
+            started_after_cancel: Arc::new(AtomicBool::new(false)),
+            thread: std::sync::Mutex::new(None),
+        };
+        let source = CancelSource::new();
+        let ran = Arc::new(AtomicBool::new(false));
+        let job = {
+            let ran = ran.clone();
+            AbortableNative::spawn_with_source(&spawner, source.clone(), move |_token| {
+                ran.store(true, Ordering::SeqCst);
+                7
+            })
+            .unwrap()
+        };
+        let canceller = thread::spawn(move || {
+            source.cancel(CancelReason::Requested);
+            cancel_done.store(true, Ordering::SeqCst);
+        });
+        let result = job.join_blocking();
+        canceller.join().unwrap();
+        spawner
+            .thread
+            .lock()
+            .unwrap()
+            .take()
+            .unwrap()
+            .join()
+            .unwrap();
+        let ran = ran.load(Ordering::SeqCst);
+        match result {
+            Ok(7) => assert!(ran),
+            Err(NativeError::Cancelled(CancelReason::Requested)) => {
+                assert!(!ran, "a job that reports its cancel also ran")
+            }
+            other => panic!("unexpected result {other:?}"),
+        }
+        if spawner.started_after_cancel.load(Ordering::SeqCst) {
+            assert!(
+                !ran,
+                "the cancel completed before the runner started, yet the closure ran"
+            );
+        }
+        assert_eq!(stats().running, 0);
+    });
+}
+
+/// Runs the task on a model thread and records whether the cancel had already completed
+/// when the runner started.
+struct WatchingSpawner {
+    cancel_done: Arc<AtomicBool>,
+    started_after_cancel: Arc<AtomicBool>,
+    thread: std::sync::Mutex<Option<thread::JoinHandle<()>>>,
+}
+
+impl tethered::Spawner for WatchingSpawner {
+    fn spawn(&self, task: tethered::NativeTask) -> Result<(), tethered::SpawnError> {
+        let cancel_done = self.cancel_done.clone();
+        let started_after_cancel = self.started_after_cancel.clone();
+        let handle = thread::spawn(move || {
+            if cancel_done.load(Ordering::SeqCst) {
+                started_after_cancel.store(true, Ordering::SeqCst);
+            }
+            task.run();
+        });
+        *self.thread.lock().unwrap() = Some(handle);
+        Ok(())
+    }
+}
+
+/// The handle dropped while the job completes: if the token ends up cancelled, it was by the
+/// drop; the job is counted as cancelled only if its token was cancelled when it finished;
+/// and every counter is back to zero once the thread is done.
+#[test]
+fn handle_drop_vs_completion() {
+    model("native_drop_vs_completion", || {
+        let base = stats();
+        let spawner = JoinableSpawner::default();
+        let job = AbortableNative::spawn_on(&spawner, |token| token.is_cancelled()).unwrap();
+        let token = job.token();
+        drop(job);
+        spawner.join_all();
+        let after = stats();
+        assert_eq!(after.running, 0);
+        assert_eq!(after.detached, 0);
+        assert_eq!(after.spawned, base.spawned + 1);
+        let counted = after.cancelled - base.cancelled;
+        assert!(counted <= 1);
+        if counted == 1 {
+            assert_eq!(token.reason(), Some(CancelReason::Dropped));
+        }
+        if let Some(reason) = token.reason() {
+            assert_eq!(reason, CancelReason::Dropped);
+        }
+    });
+}
+
+/// `cancel_and_join` resolves only after the closure returned (or when it never ran).
+#[test]
+fn cancel_and_join_waits_for_the_closure() {
+    model("native_cancel_and_join", || {
+        let spawner = JoinableSpawner::default();
+        let returned = Arc::new(AtomicBool::new(false));
+        let job = {
+            let returned = returned.clone();
+            AbortableNative::spawn_on(&spawner, move |token| {
+                while !token.is_cancelled() {
+                    thread::yield_now();
+                }
+                returned.store(true, Ordering::SeqCst);
+                token.reason()
+            })
+            .unwrap()
+        };
+        match block_on(job.cancel_and_join()) {
+            Ok(reason) => {
+                assert_eq!(reason, Some(CancelReason::Requested));
+                assert!(
+                    returned.load(Ordering::SeqCst),
+                    "joined before the closure returned"
+                );
+            }
+            Err(NativeError::Cancelled(CancelReason::Requested)) => {
+                assert!(!returned.load(Ordering::SeqCst))
+            }
+            Err(other) => panic!("unexpected error {other}"),
+        }
+        spawner.join_all();
+        assert_eq!(stats().running, 0);
+    });
+}
+
+/// A pool that drops the job unrun (shutdown) racing a cancel from the handle: the closure
+/// never runs, the handle gets `Cancelled(Shutdown)` exactly once.
+#[test]
+fn pool_drops_the_job_unrun_vs_cancel() {
+    model("native_unrun_drop_vs_cancel", || {
+        let spawner = Arc::new(HeldSpawner::default());
+        let job = AbortableNative::spawn_on(&*spawner, |_| unreachable!("never runs")).unwrap();
+        let pool = {
+            let spawner = spawner.clone();
+            thread::spawn(move || drop(spawner.take()))
+        };
+        job.cancel(CancelReason::Timeout);
+        let token = job.token();
+        let result: Result<(), NativeError> = block_on(job);
+        pool.join().unwrap();
+        assert!(matches!(
+            result,
+            Err(NativeError::Cancelled(CancelReason::Shutdown))
+        ));
+        // Whichever cancel came first: the handle's, or the pool's drop.
+        assert!(matches!(
+            token.reason(),
+            Some(CancelReason::Timeout | CancelReason::Shutdown)
+        ));
+    });
+}
+
+/// The pool runs the job while the handle is polled and then dropped: the result arrives
+/// exactly once, through whichever of poll and join sees it.
+#[test]
+fn run_vs_poll_vs_drop_delivers_the_result_once() {
+    model("native_run_vs_poll", || {
+        let spawner = Arc::new(HeldSpawner::default());
+        let job = AbortableNative::spawn_on(&*spawner, |_| 11).unwrap();
+        let worker = {
+            let spawner = spawner.clone();
+            thread::spawn(move || spawner.take().run())
+        };
+        let mut job = Box::pin(job);
+        let polled = std::future::Future::poll(
+            job.as_mut(),
+            &mut std::task::Context::from_waker(std::task::Waker::noop()),
+        );
+        match polled {
+            std::task::Poll::Ready(result) => assert_eq!(result.unwrap(), 11),
+            std::task::Poll::Pending => drop(job),
+        }
+        worker.join().unwrap();
+        assert_eq!(stats().running, 0);
+    });
+}
+
+/// Detaching while the job completes: `detached` returns to zero.
+#[test]
+fn detach_vs_completion_returns_detached_to_zero() {
+    model("native_detach_vs_completion", || {
+        let spawner = JoinableSpawner::default();
+        let job = AbortableNative::spawn_on(&spawner, |token| token.is_cancelled()).unwrap();
+        let token = job.token();
+        job.detach();
+        spawner.join_all();
+        assert!(!token.is_cancelled());
+        assert_eq!(stats().detached, 0);
+        assert_eq!(stats().running, 0);
+    });
+}

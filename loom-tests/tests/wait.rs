@@ -1,0 +1,60 @@
+//! Model 3: waiting for a cancel never misses the wake-up.
+
+use loom_tests::{block_on, model, thread};
+use std::future::Future;
+use std::task::{Context, Waker};
+use tethered::{CancelReason, CancelSource};
+
+/// The `cancelled()` future against a cancel on another thread. A lost wake-up would leave
+/// `block_on` parked forever, which loom reports as a deadlock.
+#[test]
+fn cancelled_future_never_misses_the_cancel() {
+    model("cancelled_future_vs_cancel", || {
+        let source = CancelSource::new();
+        let token = source.token();
+        let canceller = thread::spawn(move || {
+            source.cancel(CancelReason::Dropped);
+        });
+        assert_eq!(block_on(token.cancelled()), CancelReason::Dropped);
+        canceller.join().unwrap();
+    });
+}
+
+/// `wait_timeout` against a cancel. loom does not model time: the wait never times out, so a
+/// lost wake-up is a deadlock, not a pass.
+#[test]
+fn wait_timeout_never_misses_the_cancel() {
+    model("wait_timeout_vs_cancel", || {
+        let source = CancelSource::new();
+        let token = source.token();
+        let canceller = thread::spawn(move || {
+            source.cancel(CancelReason::Timeout);
+        });
+        assert_eq!(
+            token.wait_timeout(std::time::Duration::from_secs(3600)),
+            Some(CancelReason::Timeout)
+        );
+        canceller.join().unwrap();
+    });
+}
+
+/// A `cancelled()` future polled once and dropped while another thread cancels: its waker is
+/// either woken or removed, and nothing stays registered.
+#[test]
+fn dropped_cancelled_future_leaves_nothing_behind() {
+    model("cancelled_future_drop_vs_cancel", || {
+        let source = CancelSource::new();
+        let token = source.token();
+        let canceller = {
+            let source = source.clone();
+            thread::spawn(move || {
+                source.cancel(CancelReason::Requested);
+            })
+        };
+        let mut fut = Box::pin(token.cancelled());
+        let _ = fut.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        drop(fut);
+        canceller.join().unwrap();
+        assert_eq!(token.registrations(), 0);
+    });
+}

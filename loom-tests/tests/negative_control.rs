@@ -64,12 +64,22 @@ fn broken_wait_model_under_loom() {
     loom_tests::model("negative_control_lost_wakeup", broken_wait_model);
 }
 
-/// Proof that the suite really ran under loom: only compiled with the cfg. The loom command
-/// in `.ci/run` requires this test to have passed.
+/// Proof that the suite really runs under loom: a two-thread race is explored in more than one
+/// interleaving. Only compiled with the cfg; the loom command in `.ci/run` requires this test.
 #[cfg(tethered_loom)]
 #[test]
 fn models_run_under_loom() {
-    assert!(cfg!(tethered_loom));
+    let iterations = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = iterations.clone();
+    loom::model(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let flag = Arc::new(AtomicBool::new(false));
+        let other = flag.clone();
+        let setter = thread::spawn(move || other.store(true, Ordering::SeqCst));
+        let _ = flag.load(Ordering::SeqCst);
+        setter.join().unwrap();
+    });
+    assert!(iterations.load(std::sync::atomic::Ordering::Relaxed) > 1);
 }
 
 /// Without the cfg the broken model is not run at all: on plain threads it could hang.

@@ -1,1 +1,3 @@
 //! Examples and cross-runtime integration tests for the `tethered` crates; nothing to use here.
+//! The README below is compiled as doc tests, so its examples cannot rot.
+#![doc = include_str!("../README.md")]

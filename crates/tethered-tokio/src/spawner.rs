@@ -1,0 +1,147 @@
+//! [`TokioSpawner`]: puts tethered jobs on a tokio runtime's blocking pool.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use tethered::{NativeTask, SpawnError, Spawner};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+/// The name [`SpawnError`]s of this crate give the runtime.
+pub(crate) const RUNTIME: &str = "tokio";
+
+/// What to do instead when there is no runtime, for [`SpawnError::NoRuntime`].
+const NO_RUNTIME_HINT: &str = "call it from a tokio task or from a thread inside `Handle::enter`, \
+     or pass a `Handle` to `TokioSpawner::new`";
+
+/// A [`Spawner`] that runs jobs on a tokio runtime's blocking pool
+/// ([`Handle::spawn_blocking`]).
+///
+/// [`spawn_native`](crate::spawn_native) uses the runtime it is called from; a `TokioSpawner`
+/// names the runtime explicitly, e.g. to spawn from a thread outside it, or to combine it with
+/// [`AbortableNative::spawn_with_source`](tethered::AbortableNative::spawn_with_source).
+///
+/// A job is refused with [`SpawnError::Shutdown`] once the runtime has begun shutting down:
+/// tokio itself would accept the closure silently and drop it unrun.
+///
+/// ```
+/// use tethered::AbortableNative;
+/// use tethered_tokio::TokioSpawner;
+///
+/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// let spawner = TokioSpawner::new(runtime.handle().clone());
+///
+/// // Spawned from a plain thread, run on the runtime's blocking pool.
+/// let job = AbortableNative::spawn_on(&spawner, |_token| 6 * 7)?;
+/// assert_eq!(runtime.block_on(job)?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct TokioSpawner {
+    handle: Handle,
+}
+
+impl TokioSpawner {
+    /// A spawner for the runtime the calling thread is in.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, like [`Handle::current`]. Use
+    /// [`try_current`](Self::try_current) to get an error instead.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let job = tethered::AbortableNative::spawn_on(&tethered_tokio::TokioSpawner::current(), |_| 1);
+    /// assert_eq!(job.unwrap().await.unwrap(), 1);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn current() -> Self {
+        match Self::try_current() {
+            Ok(spawner) => spawner,
+            Err(err) => panic!(
+                "`TokioSpawner::current`: {err}; `TokioSpawner::try_current` returns this as an error"
+            ),
+        }
+    }
+
+    /// A spawner for the runtime the calling thread is in, or [`SpawnError::NoRuntime`].
+    ///
+    /// ```
+    /// use tethered::SpawnError;
+    /// use tethered_tokio::TokioSpawner;
+    ///
+    /// // Not inside a runtime here:
+    /// assert!(matches!(TokioSpawner::try_current(), Err(SpawnError::NoRuntime { .. })));
+    ///
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let _inside = runtime.enter();
+    /// assert!(TokioSpawner::try_current().is_ok());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_current() -> Result<Self, SpawnError> {
+        Handle::try_current()
+            .map(Self::new)
+            .map_err(|_| SpawnError::no_runtime(RUNTIME, NO_RUNTIME_HINT))
+    }
+
+    /// A spawner for the runtime behind `handle`; usable from any thread.
+    ///
+    /// ```
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let spawner = tethered_tokio::TokioSpawner::new(runtime.handle().clone());
+    /// assert_eq!(spawner.handle().runtime_flavor(), runtime.handle().runtime_flavor());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn new(handle: Handle) -> Self {
+        TokioSpawner { handle }
+    }
+
+    /// The handle of the runtime this spawner uses.
+    ///
+    /// ```
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let spawner = tethered_tokio::TokioSpawner::new(runtime.handle().clone());
+    /// let _inside = spawner.handle().enter();
+    /// assert!(tokio::runtime::Handle::try_current().is_ok());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+}
+
+impl Spawner for TokioSpawner {
+    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+        let join = self.handle.spawn_blocking(move || task.run());
+        if dropped_unrun(join) {
+            return Err(SpawnError::shutdown(RUNTIME));
+        }
+        Ok(())
+    }
+}
+
+/// Whether tokio dropped the closure behind `join` without running it.
+///
+/// `spawn_blocking` never reports a refusal. Once the runtime's blocking pool has begun
+/// shutting down it drops the closure unrun, on the calling thread, before returning, and hands
+/// back a handle that is already finished as cancelled (tokio 1.x,
+/// `runtime/blocking/pool.rs`, `spawn_task`). A job it accepted can also finish before we look,
+/// but then it finished with `Ok`. Nothing else cancels the task: this function owns its only
+/// handle.
+///
+/// A closure that was queued and is dropped by the pool's shutdown drain after this check still
+/// shows: [`NativeTask`]'s drop makes `spawn_on` report [`SpawnError::Rejected`] if it happens
+/// before `spawn_on` returns, and completes the job with `CancelReason::Shutdown` after.
+fn dropped_unrun(join: JoinHandle<()>) -> bool {
+    if !join.is_finished() {
+        return false;
+    }
+    // The output is there; poll once to read it. `unconstrained` keeps tokio's cooperative
+    // budget, which may be exhausted in the calling task, from reporting `Pending` instead.
+    let join = pin!(tokio::task::unconstrained(join));
+    let mut cx = Context::from_waker(Waker::noop());
+    matches!(join.poll(&mut cx), Poll::Ready(Err(err)) if err.is_cancelled())
+}

@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fmt;
 use std::io;
+use std::time::Duration;
 
 use crate::reason::CancelReason;
 use crate::sync::DataMutex;
@@ -31,6 +32,16 @@ pub enum NativeError {
     Cancelled(CancelReason),
     /// The closure panicked; the panic was caught on the native thread.
     Panicked(JobPanic),
+    /// The job was cancelled and its closure was still running `grace` later, so the handle
+    /// stopped waiting (the job was built with
+    /// [`NativeJob::abandon_after`](crate::NativeJob::abandon_after)). The closure runs on,
+    /// counted in [`stats()`](crate::stats)`.detached` until it returns.
+    Abandoned {
+        /// Why the job was cancelled.
+        reason: CancelReason,
+        /// How long the handle waited after the cancel.
+        grace: Duration,
+    },
 }
 
 impl NativeError {
@@ -44,12 +55,17 @@ impl NativeError {
         matches!(self, NativeError::Panicked(_))
     }
 
-    /// The cancel's reason, if this is [`NativeError::Cancelled`].
+    /// The cancel's reason, if this is [`NativeError::Cancelled`] or [`NativeError::Abandoned`].
     pub fn cancel_reason(&self) -> Option<&CancelReason> {
         match self {
-            NativeError::Cancelled(reason) => Some(reason),
+            NativeError::Cancelled(reason) | NativeError::Abandoned { reason, .. } => Some(reason),
             NativeError::Panicked(_) => None,
         }
+    }
+
+    /// Whether the handle stopped waiting for a cancelled job that kept running.
+    pub fn is_abandoned(&self) -> bool {
+        matches!(self, NativeError::Abandoned { .. })
     }
 
     /// The panic payload, or the error itself if it is not a panic.
@@ -81,6 +97,11 @@ impl fmt::Display for NativeError {
                 Some(message) => write!(f, "native job panicked: {message}"),
                 None => f.write_str("native job panicked (with a payload that is not a string)"),
             },
+            NativeError::Abandoned { reason, grace } => write!(
+                f,
+                "native job abandoned: cancelled ({reason}) and still running {grace:?} later; \
+                 it runs on, counted as detached"
+            ),
         }
     }
 }
@@ -159,6 +180,8 @@ pub enum SpawnError {
     /// The spawner dropped the job without running it, while it was being spawned: its pool is
     /// closed or shutting down.
     Rejected,
+    /// The [`NativeScope`](crate::NativeScope) is shut down or dropped and takes no new jobs.
+    ScopeClosed,
     /// A custom spawner's own error.
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
@@ -195,6 +218,9 @@ impl fmt::Display for SpawnError {
             SpawnError::Rejected => f.write_str(
                 "the spawner dropped the job without running it (its pool is closed or shutting down)",
             ),
+            SpawnError::ScopeClosed => {
+                f.write_str("the native scope is shut down and takes no new jobs")
+            }
             SpawnError::Other(err) => write!(f, "the spawner failed: {err}"),
         }
     }

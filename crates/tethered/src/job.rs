@@ -1,4 +1,4 @@
-//! The state machine shared by a native job's handle and its runner.
+//! The state machine shared by a native job's handle, its runner and its scope.
 //!
 //! ```text
 //!            run: token not cancelled          closure returns / panics
@@ -9,19 +9,26 @@
 //!    └───────────────────────────────────────────────────────────────────────┘
 //! ```
 //!
+//! Beside the stage, two flags: `detached` (the handle let go, or the job was abandoned or
+//! left behind by a scope shutdown: the job counts in `stats().detached` until it finishes)
+//! and `abandoned` (the handle stopped waiting: it resolves to `NativeError::Abandoned` while
+//! the closure runs on).
+//!
 //! # Invariants
 //!
 //! 1. The closure is called at most once, and only from `Queued` with the token not cancelled
-//!    at that moment; a cancel that happened before is seen (the check reads the token's
-//!    flag after taking the closure out under the lock, and the cancel's flag store happened
-//!    before).
+//!    at that moment; a cancel that completed before the runner started is always seen (its
+//!    flag store happens before the runner's load).
 //! 2. `Finished` is entered exactly once, after the closure has returned (or was never called),
-//!    so a handle that observes `Finished` knows the native code is done.
-//! 3. The result moves out exactly once (`Finished` to `Taken`).
-//! 4. No user code (the closure, its drop, a waker) runs while `state` is locked.
-//! 5. The `running` counter is incremented right before the closure is called and decremented
-//!    right after it returned, before `Finished` is published; `detached` is incremented when a
-//!    handle detaches an unfinished job and decremented when that job finishes.
+//!    so a handle that observes `Finished` knows the native code is done with the job.
+//! 3. The result moves out exactly once (`Finished` to `Taken`), or the handle resolves once to
+//!    `Abandoned` and never looks at the result.
+//! 4. No user code (the closure, its drop, a waker, a spawner, a scope's next job) runs while
+//!    `state` is locked, and the job's lock is never held while another lock is taken.
+//! 5. Counters: `queued` from creation until the job leaves `Queued`; `running` from right
+//!    before the closure is called until right after it returned, before `Finished` is
+//!    published; `detached` from the moment `detached` is set on an unfinished job until it
+//!    finishes.
 //!
 //! The job's state is a mutex-protected enum rather than an atomic word: it is locked twice per
 //! job (start, finish) plus once per poll of the handle, never in the closure's hot loop, and
@@ -29,24 +36,42 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use crate::error::{JobPanic, NativeError, SpawnError};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
 use crate::stats;
-use crate::sync::{self, Condvar, Mutex};
+use crate::sync::{self, Arc, Condvar, Mutex};
 use crate::token::CancelToken;
+use crate::trace::JobSpan;
+
+/// What a job is told at creation besides its closure.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct JobOptions {
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) abandon_after: Option<Duration>,
+}
+
+/// Told when a job finishes, from the thread that finished it, with no lock held.
+pub(crate) trait FinishObserver: Send + Sync {
+    fn job_finished(&self, id: u64);
+}
 
 pub(crate) struct Job<T, F> {
+    id: u64,
+    options: JobOptions,
     source: CancelSource,
     state: Mutex<State<T, F>>,
-    /// Signalled when the job reaches `Finished`.
-    finished: Condvar,
+    /// Signalled when the job reaches `Finished` or is abandoned.
+    changed: Condvar,
+    observer: Option<Arc<dyn FinishObserver>>,
+    span: JobSpan,
 }
 
 struct State<T, F> {
     stage: Stage<T, F>,
-    /// The handle's waker, woken on `Finished`.
+    /// The handle's waker, woken on `Finished` or on abandon.
     waker: Option<Waker>,
     /// `spawn_on` got `Ok` from the spawner and the job counts in the stats.
     accepted: bool,
@@ -54,8 +79,12 @@ struct State<T, F> {
     rejected: bool,
     /// The finished job has been counted in `stats().cancelled` (if its token was cancelled).
     settled: bool,
-    /// The handle detached the job while it was unfinished.
+    /// The job counts as detached (see the module docs).
     detached: bool,
+    /// The handle gave up waiting after the abandon grace.
+    abandoned: Option<Duration>,
+    /// When the token was cancelled, for tracing the cancel-to-return time.
+    cancelled_at: Option<Instant>,
 }
 
 enum Stage<T, F> {
@@ -65,24 +94,47 @@ enum Stage<T, F> {
     Taken,
 }
 
+impl<T, F> Stage<T, F> {
+    fn is_finished(&self) -> bool {
+        matches!(self, Stage::Finished(_) | Stage::Taken)
+    }
+}
+
 /// The runner's view of a job, with the closure's type erased.
 pub(crate) trait RunJob: Send + Sync {
     /// Runs the closure (or skips it if already cancelled) and finishes the job.
     fn run(&self);
     /// The runner was dropped without running: finish with `Cancelled(Shutdown)`.
     fn drop_unrun(&self);
+    fn name(&self) -> Option<&str>;
+    fn is_cancelled(&self) -> bool;
+}
+
+/// What a scope needs of a job, with its types erased.
+pub(crate) trait JobControl: Send + Sync {
+    fn id(&self) -> u64;
+    fn name(&self) -> Option<&str>;
+    fn source(&self) -> &CancelSource;
+    fn is_finished(&self) -> bool;
+    /// Marks an unfinished job detached (counted in `stats().detached`); `true` if it was
+    /// unfinished.
+    fn mark_detached(&self) -> bool;
 }
 
 /// The handle's view of a job, with the closure's type erased.
-pub(crate) trait JobHandle<T>: Send + Sync {
-    fn source(&self) -> &CancelSource;
+pub(crate) trait JobHandle<T>: JobControl {
     /// Called once the spawner returned `Ok`.
     fn accept(&self) -> Result<(), SpawnError>;
     fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>>;
     fn join_blocking(&self) -> Result<T, NativeError>;
-    fn is_finished(&self) -> bool;
-    /// Marks the job detached; no-op if finished.
-    fn detach(&self);
+}
+
+/// Ids for jobs, unique within the process.
+fn next_job_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    // ORDERING: Relaxed: only uniqueness matters, which any ordering of one RMW gives.
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl<T, F> Job<T, F>
@@ -90,8 +142,20 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    pub(crate) fn new(f: F, source: CancelSource) -> Self {
+    /// A new queued job. The caller must then hand a [`NativeTask`](crate::NativeTask) of it to a
+    /// spawner, and call [`Job::watch`] once it is shared.
+    pub(crate) fn new(
+        f: F,
+        source: CancelSource,
+        options: JobOptions,
+        observer: Option<Arc<dyn FinishObserver>>,
+    ) -> Self {
+        let id = next_job_id();
+        stats::job_queued();
+        let span = JobSpan::new(id, options.name.as_deref());
         Job {
+            id,
+            options,
             source,
             state: Mutex::new(State {
                 stage: Stage::Queued(f),
@@ -100,8 +164,94 @@ where
                 rejected: false,
                 settled: false,
                 detached: false,
+                abandoned: None,
+                cancelled_at: None,
             }),
-            finished: Condvar::new(),
+            changed: Condvar::new(),
+            observer,
+            span,
+        }
+    }
+
+    /// Registers what must happen when the job's token is cancelled: the abandon timer (if the
+    /// job has an abandon grace) and the cancel event (with tracing). Nothing is registered
+    /// otherwise, so a plain job costs no callback.
+    pub(crate) fn watch(self: &Arc<Self>) {
+        if self.options.abandon_after.is_none() && !cfg!(feature = "tracing") {
+            return;
+        }
+        let job = Arc::downgrade(self);
+        // The callback holds only a `Weak`: it must not keep the job (and its result) alive.
+        self.source
+            .token()
+            .on_cancel(move |reason| {
+                if let Some(job) = job.upgrade() {
+                    job.on_cancelled(reason);
+                }
+            })
+            .detach();
+    }
+
+    fn on_cancelled(self: Arc<Self>, reason: &CancelReason) {
+        let finished = {
+            let mut state = sync::lock(&self.state);
+            state.cancelled_at = Some(Instant::now());
+            state.stage.is_finished()
+        };
+        if finished {
+            return;
+        }
+        self.span.cancelled(reason);
+        if let Some(grace) = self.options.abandon_after {
+            let job = Arc::downgrade(&self);
+            crate::timer::schedule(
+                Instant::now() + grace,
+                Box::new(move || {
+                    if let Some(job) = job.upgrade() {
+                        job.abandon(grace);
+                    }
+                }),
+            );
+        }
+    }
+
+    /// The handle stops waiting for a cancelled job that is still running after `grace`.
+    fn abandon(&self, grace: Duration) {
+        let waker = {
+            let mut state = sync::lock(&self.state);
+            if state.stage.is_finished() || state.abandoned.is_some() {
+                return;
+            }
+            state.abandoned = Some(grace);
+            if !state.detached {
+                state.detached = true;
+                stats::job_detached();
+            }
+            state.waker.take()
+        };
+        self.span.abandoned(grace);
+        self.changed.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Takes the closure out of `Queued`, leaving `Running`; `None` if it was not queued.
+    fn take_closure(&self, on_take: impl FnOnce(&mut State<T, F>)) -> Option<F> {
+        let mut state = sync::lock(&self.state);
+        match std::mem::replace(&mut state.stage, Stage::Running) {
+            Stage::Queued(f) => {
+                on_take(&mut state);
+                drop(state);
+                stats::job_dequeued();
+                Some(f)
+            }
+            // A runner runs once (`NativeTask::run` takes `self`), so this is unreachable;
+            // leave the stage as it was rather than run anything twice.
+            other => {
+                state.stage = other;
+                None
+            }
         }
     }
 
@@ -118,9 +268,23 @@ where
             }
             state.waker.take()
         };
-        self.finished.notify_all();
+        self.changed.notify_all();
         if let Some(waker) = waker {
             waker.wake();
+        }
+        if let Some(observer) = &self.observer {
+            observer.job_finished(self.id);
+        }
+    }
+
+    fn abandoned_error(&self, grace: Duration) -> NativeError {
+        NativeError::Abandoned {
+            reason: self
+                .source
+                .token()
+                .reason()
+                .unwrap_or(CancelReason::Requested),
+            grace,
         }
     }
 }
@@ -141,51 +305,88 @@ where
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
     fn run(&self) {
-        let f = {
-            let mut state = sync::lock(&self.state);
-            match std::mem::replace(&mut state.stage, Stage::Running) {
-                Stage::Queued(f) => f,
-                // A runner runs once (`NativeTask::run` takes `self`), so this is unreachable;
-                // leave the stage as it was rather than run anything twice.
-                other => {
-                    state.stage = other;
-                    return;
-                }
-            }
+        let Some(f) = self.take_closure(|_| {}) else {
+            return;
         };
         let token = self.source.token();
         if let Some(reason) = token.reason() {
+            self.span.skipped(&reason);
             drop(f);
             self.finish(Err(NativeError::Cancelled(reason)));
             return;
         }
         stats::job_started();
-        let outcome = catch_unwind(AssertUnwindSafe(|| f(token)));
+        let outcome = self
+            .span
+            .in_scope(|| catch_unwind(AssertUnwindSafe(|| f(token))));
         stats::job_returned();
-        let result = outcome.map_err(|payload| {
-            stats::job_panicked();
-            NativeError::Panicked(JobPanic::new(payload))
-        });
+        let result = match outcome {
+            Ok(value) => {
+                let cancelled_at = sync::lock(&self.state).cancelled_at;
+                self.span.returned(cancelled_at.map(|at| at.elapsed()));
+                Ok(value)
+            }
+            Err(payload) => {
+                stats::job_panicked();
+                let panic = JobPanic::new(payload);
+                self.span.panicked(panic.message());
+                Err(NativeError::Panicked(panic))
+            }
+        };
         self.finish(result);
     }
 
     fn drop_unrun(&self) {
-        let f = {
-            let mut state = sync::lock(&self.state);
-            match std::mem::replace(&mut state.stage, Stage::Running) {
-                Stage::Queued(f) => {
-                    state.rejected = !state.accepted;
-                    f
-                }
-                other => {
-                    state.stage = other;
-                    return;
-                }
-            }
+        let Some(f) = self.take_closure(|state| state.rejected = !state.accepted) else {
+            return;
         };
         self.source.cancel(CancelReason::Shutdown);
         drop(f);
         self.finish(Err(NativeError::Cancelled(CancelReason::Shutdown)));
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.options.name.as_deref()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.source.is_cancelled()
+    }
+}
+
+impl<T, F> JobControl for Job<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.options.name.as_deref()
+    }
+
+    fn source(&self) -> &CancelSource {
+        &self.source
+    }
+
+    fn is_finished(&self) -> bool {
+        sync::lock(&self.state).stage.is_finished()
+    }
+
+    fn mark_detached(&self) -> bool {
+        let mut state = sync::lock(&self.state);
+        if state.stage.is_finished() {
+            return false;
+        }
+        if !state.detached {
+            state.detached = true;
+            stats::job_detached();
+            drop(state);
+            self.span.detached();
+        }
+        true
     }
 }
 
@@ -194,10 +395,6 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    fn source(&self) -> &CancelSource {
-        &self.source
-    }
-
     fn accept(&self) -> Result<(), SpawnError> {
         let mut state = sync::lock(&self.state);
         if state.rejected {
@@ -205,9 +402,11 @@ where
         }
         state.accepted = true;
         stats::job_spawned();
-        if matches!(state.stage, Stage::Finished(_) | Stage::Taken) {
+        if state.stage.is_finished() {
             settle(&mut state, &self.source);
         }
+        drop(state);
+        self.span.spawned();
         Ok(())
     }
 
@@ -218,6 +417,10 @@ where
             Stage::Taken => panic!("`AbortableNative` polled after it completed"),
             pending => {
                 state.stage = pending;
+                if let Some(grace) = state.abandoned {
+                    drop(state);
+                    return Poll::Ready(Err(self.abandoned_error(grace)));
+                }
                 match &mut state.waker {
                     Some(stored) if stored.will_wake(cx.waker()) => {}
                     slot => *slot = Some(cx.waker().clone()),
@@ -235,24 +438,13 @@ where
                 Stage::Taken => panic!("`AbortableNative` joined after it completed"),
                 pending => {
                     state.stage = pending;
-                    state = sync::wait(&self.finished, state);
+                    if let Some(grace) = state.abandoned {
+                        drop(state);
+                        return Err(self.abandoned_error(grace));
+                    }
+                    state = sync::wait(&self.changed, state);
                 }
             }
-        }
-    }
-
-    fn is_finished(&self) -> bool {
-        matches!(
-            sync::lock(&self.state).stage,
-            Stage::Finished(_) | Stage::Taken
-        )
-    }
-
-    fn detach(&self) {
-        let mut state = sync::lock(&self.state);
-        if matches!(state.stage, Stage::Queued(_) | Stage::Running) && !state.detached {
-            state.detached = true;
-            stats::job_detached();
         }
     }
 }

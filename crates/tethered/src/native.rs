@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::error::{NativeError, SpawnError};
-use crate::job::{Job, JobHandle};
+use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
 use crate::spawner::{NativeTask, Spawner, ThreadSpawner};
@@ -27,9 +27,14 @@ use crate::token::CancelToken;
 ///   ([`CancelReason::Shutdown`]).
 /// - `Err(NativeError::Panicked(..))`: the closure panicked; the panic never reaches the task
 ///   that awaits.
+/// - `Err(NativeError::Abandoned { .. })`: only for a job built with
+///   [`NativeJob::abandon_after`](crate::NativeJob::abandon_after): it was cancelled and its
+///   closure was still running a grace period later, so the handle stopped waiting; the job
+///   now counts as detached.
 ///
 /// The future resolves only once the closure has returned (or was skipped), so awaiting it is
-/// also how to know the native thread is done with the job.
+/// also how to know the native thread is done with the job (unless the job was built with an
+/// abandon grace, which trades that guarantee for a bounded wait, visibly).
 ///
 /// ```
 /// use std::time::Duration;
@@ -51,6 +56,8 @@ pub struct AbortableNative<T> {
     /// `None` once detached or joined.
     job: Option<Arc<dyn JobHandle<T>>>,
     token: CancelToken,
+    /// The job's name, kept for `Debug` after the job was joined.
+    name: Option<Arc<str>>,
 }
 
 impl<T: Send + 'static> AbortableNative<T> {
@@ -115,18 +122,75 @@ impl<T: Send + 'static> AbortableNative<T> {
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let token = source.token();
-        let job = Arc::new(Job::new(f, source));
-        spawner.spawn(NativeTask::new(job.clone()))?;
+        Self::spawn_with(spawner, source, JobOptions::default(), None, f)
+    }
+
+    /// The one way a job is made: `NativeJob` and `NativeScope` come through here too.
+    pub(crate) fn spawn_with<S, F>(
+        spawner: &S,
+        source: CancelSource,
+        options: JobOptions,
+        observer: Option<Arc<dyn FinishObserver>>,
+        f: F,
+    ) -> Result<Self, SpawnError>
+    where
+        S: Spawner + ?Sized,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let (job, task) = Self::prepare(source, options, observer, f);
+        spawner.spawn(task)?;
+        Self::accepted(job)
+    }
+
+    /// Makes the job and its task, before any spawner sees it.
+    pub(crate) fn prepare<F>(
+        source: CancelSource,
+        options: JobOptions,
+        observer: Option<Arc<dyn FinishObserver>>,
+        f: F,
+    ) -> (Arc<Job<T, F>>, NativeTask)
+    where
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let job = Arc::new(Job::new(f, source, options, observer));
+        job.watch();
+        let task = NativeTask::new(job.clone());
+        (job, task)
+    }
+
+    /// The handle of a job whose task a spawner accepted (or a scope queued).
+    pub(crate) fn accepted<F>(job: Arc<Job<T, F>>) -> Result<Self, SpawnError>
+    where
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
         job.accept()?;
+        let token = job.source().token();
         Ok(AbortableNative {
             job: Some(job),
             token,
-        })
+            name: None,
+        }
+        .named())
     }
 }
 
 impl<T> AbortableNative<T> {
+    fn named(mut self) -> Self {
+        self.name = self.job.as_ref().and_then(|job| job.name().map(Arc::from));
+        self
+    }
+
+    /// The job's name, if it was given one with [`NativeJob::name`](crate::NativeJob::name).
+    ///
+    /// ```
+    /// let job = tethered::NativeJob::builder().name("render-3").spawn(|_| ());
+    /// assert_eq!(job.name(), Some("render-3"));
+    /// # job.join_blocking().unwrap();
+    /// ```
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
     /// A token of the job: cancelled when the job is.
     pub fn token(&self) -> CancelToken {
         self.token.clone()
@@ -212,7 +276,7 @@ impl<T> AbortableNative<T> {
     /// ```
     pub fn detach(mut self) {
         if let Some(job) = self.job.take() {
-            job.detach();
+            job.mark_detached();
         }
     }
 }
@@ -243,7 +307,11 @@ impl<T> Drop for AbortableNative<T> {
 
 impl<T> fmt::Debug for AbortableNative<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AbortableNative")
+        let mut debug = f.debug_struct("AbortableNative");
+        if let Some(name) = &self.name {
+            debug.field("name", name);
+        }
+        debug
             .field("finished", &self.is_finished())
             .field("cancelled", &self.token.is_cancelled())
             .finish()

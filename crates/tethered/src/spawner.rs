@@ -75,6 +75,17 @@ impl NativeTask {
         NativeTask { job: Some(job) }
     }
 
+    /// The job's name, if it was given one with [`NativeJob::name`](crate::NativeJob::name).
+    /// [`ThreadSpawner`] names the thread after it.
+    pub fn name(&self) -> Option<&str> {
+        self.job.as_ref().and_then(|job| job.name())
+    }
+
+    /// Whether the job was cancelled already: running it will only skip its closure.
+    pub fn is_cancelled(&self) -> bool {
+        self.job.as_ref().is_some_and(|job| job.is_cancelled())
+    }
+
     /// Runs the job here: calls its closure unless its token is already cancelled (then the
     /// closure is dropped, never called), catches a panic, and delivers the result to the
     /// job's handle. Never panics.
@@ -95,11 +106,16 @@ impl Drop for NativeTask {
 
 impl fmt::Debug for NativeTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NativeTask").finish_non_exhaustive()
+        f.debug_struct("NativeTask")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
     }
 }
 
 /// Runs each job on a new named `std` thread: the runtime-agnostic [`Spawner`].
+///
+/// The thread is named after the job ([`NativeJob::name`](crate::NativeJob::name)), or else
+/// after the spawner ([`ThreadSpawner::name`]), or else [`ThreadSpawner::DEFAULT_THREAD_NAME`].
 ///
 /// ```
 /// use tethered::{AbortableNative, ThreadSpawner};
@@ -142,7 +158,10 @@ impl ThreadSpawner {
 
 impl Spawner for ThreadSpawner {
     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
-        let name = self.name.as_deref().unwrap_or(Self::DEFAULT_THREAD_NAME);
+        let name = task
+            .name()
+            .or(self.name.as_deref())
+            .unwrap_or(Self::DEFAULT_THREAD_NAME);
         let mut builder = thread::Builder::new().name(name.to_owned());
         if let Some(bytes) = self.stack_size {
             builder = builder.stack_size(bytes);

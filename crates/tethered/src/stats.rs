@@ -24,7 +24,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 pub struct NativeStats {
     /// Closures executing right now.
     pub running: usize,
-    /// Jobs that were [detached](crate::AbortableNative::detach) and have not finished.
+    /// Jobs made and not yet started (or skipped, or dropped by their pool): waiting in a
+    /// spawner's queue or a scope's.
+    pub queued: usize,
+    /// Jobs that were [detached](crate::AbortableNative::detach), abandoned, or left running by
+    /// a scope shutdown, and have not finished.
     pub detached: usize,
     /// Jobs handed to a spawner successfully, ever.
     pub spawned: u64,
@@ -50,6 +54,7 @@ pub struct NativeStats {
 pub fn stats() -> NativeStats {
     with(|c| NativeStats {
         running: c.running.load(Ordering::Relaxed),
+        queued: c.queued.load(Ordering::Relaxed),
         detached: c.detached.load(Ordering::Relaxed),
         spawned: c.spawned.load(Ordering::Relaxed),
         cancelled: c.cancelled.load(Ordering::Relaxed),
@@ -60,6 +65,7 @@ pub fn stats() -> NativeStats {
 
 struct Counters {
     running: AtomicUsize,
+    queued: AtomicUsize,
     detached: AtomicUsize,
     spawned: AtomicU64,
     cancelled: AtomicU64,
@@ -71,6 +77,7 @@ impl Counters {
     const fn new() -> Self {
         Counters {
             running: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
             detached: AtomicUsize::new(0),
             spawned: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -95,6 +102,14 @@ fn with<R>(f: impl FnOnce(&Counters) -> R) -> R {
 }
 
 // ORDERING (all below): Relaxed; see the module docs.
+
+pub(crate) fn job_queued() {
+    with(|c| c.queued.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn job_dequeued() {
+    with(|c| c.queued.fetch_sub(1, Ordering::Relaxed));
+}
 
 pub(crate) fn job_started() {
     with(|c| c.running.fetch_add(1, Ordering::Relaxed));

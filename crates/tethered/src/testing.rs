@@ -1,0 +1,77 @@
+//! Helpers for tests that must prove they leave no native job behind.
+//!
+//! Put [`assert_all_returned`] at the end of a test: it waits (up to a timeout) until no
+//! closure of any job is running or queued in the process, and fails with the counts if some
+//! are. The counters are process-wide, so in a test binary whose tests run in parallel, call it
+//! where no other test has jobs in flight (a test binary of its own, or a serialised group), or
+//! track your own jobs with a [`NativeScope`](crate::NativeScope) and its
+//! [`wait_idle`](crate::NativeScope::wait_idle).
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::stats::{NativeStats, stats};
+
+/// Waits until no job closure is running or queued anywhere in the process, for at most
+/// `timeout`.
+///
+/// ```
+/// use std::time::Duration;
+/// let job = tethered::AbortableNative::spawn(|token| token.wait());
+/// drop(job); // cancels it
+/// tethered::testing::wait_all_returned(Duration::from_secs(10))?;
+/// # Ok::<(), tethered::testing::StillRunning>(())
+/// ```
+pub fn wait_all_returned(timeout: Duration) -> Result<(), StillRunning> {
+    let started = Instant::now();
+    loop {
+        let now = stats();
+        if now.running == 0 && now.queued == 0 {
+            return Ok(());
+        }
+        let waited = started.elapsed();
+        if waited >= timeout {
+            return Err(StillRunning { stats: now, waited });
+        }
+        std::thread::sleep(Duration::from_millis(1).min(timeout - waited));
+    }
+}
+
+/// Panics unless every job closure in the process has returned within `timeout`: the assertion
+/// to end a test with, to prove it leaks no native job.
+///
+/// ```
+/// use std::time::Duration;
+/// let job = tethered::AbortableNative::spawn(|token| token.wait());
+/// drop(job);
+/// tethered::testing::assert_all_returned(Duration::from_secs(10));
+/// ```
+#[track_caller]
+pub fn assert_all_returned(timeout: Duration) {
+    if let Err(still) = wait_all_returned(timeout) {
+        panic!("{still}");
+    }
+}
+
+/// Jobs were still running or queued when [`wait_all_returned`] gave up.
+#[derive(Clone, Debug)]
+pub struct StillRunning {
+    /// The counters when it gave up.
+    pub stats: NativeStats,
+    /// How long it waited.
+    pub waited: Duration,
+}
+
+impl fmt::Display for StillRunning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "native jobs leaked: {} closure(s) still running and {} queued after {:?} \
+             ({} of them detached); a closure that ignores its token, or a job that was \
+             never cancelled, is still holding a thread",
+            self.stats.running, self.stats.queued, self.waited, self.stats.detached
+        )
+    }
+}
+
+impl std::error::Error for StillRunning {}

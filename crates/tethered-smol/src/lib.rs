@@ -54,7 +54,7 @@ mod timeout;
 
 pub use spawn::{spawn_native, try_spawn_native};
 pub use spawner::SmolSpawner;
-pub use timeout::timeout;
+pub use timeout::{Timeout, timeout};
 
 // The README's example is a doc test too.
 #[cfg(doctest)]

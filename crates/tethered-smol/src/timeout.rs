@@ -5,6 +5,9 @@ use std::time::Duration;
 use async_io::Timer;
 use tethered::{AbortableNative, CancelReason, CancelWhen};
 
+/// The future returned by [`timeout`]: the job raced against async-io's [`Timer`].
+pub type Timeout<T> = CancelWhen<T, Timer>;
+
 /// Awaits `job` for at most `duration`. If the job finishes first, its result; otherwise the
 /// job's token is cancelled with [`CancelReason::Timeout`] (not `Dropped`, so native code can
 /// tell a deadline from a caller that went away) and the future resolves at once to
@@ -31,6 +34,6 @@ use tethered::{AbortableNative, CancelReason, CancelWhen};
 /// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
 /// assert_eq!(token.reason(), Some(CancelReason::Timeout)); // what the closure sees
 /// ```
-pub fn timeout<T>(duration: Duration, job: AbortableNative<T>) -> CancelWhen<T, Timer> {
+pub fn timeout<T>(duration: Duration, job: AbortableNative<T>) -> Timeout<T> {
     job.cancel_when(Timer::after(duration), CancelReason::Timeout)
 }

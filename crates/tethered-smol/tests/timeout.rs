@@ -94,3 +94,12 @@ fn timeout_resolves_at_once_without_waiting_for_the_closure() {
         },
     );
 }
+
+#[test]
+fn a_timeout_too_large_for_the_clock_never_fires() {
+    bounded("a timeout of Duration::MAX", PATIENCE, || {
+        let job = tethered_smol::spawn_native(|_token| 7);
+        let result = smol::block_on(tethered_smol::timeout(Duration::MAX, job));
+        assert_eq!(result.unwrap(), 7);
+    });
+}

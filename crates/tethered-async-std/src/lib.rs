@@ -1,0 +1,68 @@
+//! [tethered] on async-std: blocking jobs (`async_std::task::spawn_blocking`) that are
+//! cancelled when the future awaiting them is dropped.
+//!
+//! **async-std is discontinued.** Its 1.13.1 release notes say so and recommend smol, and
+//! [RUSTSEC-2025-0052](https://rustsec.org/advisories/RUSTSEC-2025-0052) records it. This crate
+//! stays, works and is tested, for programs that still run on async-std; new code should use
+//! [`tethered-smol`](https://docs.rs/tethered-smol), which has the same functions on the same
+//! blocking pool.
+//!
+//! With plain `spawn_blocking`, a closure that has started runs on after its caller gave up
+//! (dropping the `JoinHandle` even detaches it), burning CPU and holding a pool thread.
+//! [`spawn_native`] hands the closure a [`CancelToken`](tethered::CancelToken) instead, and
+//! dropping the returned [`AbortableNative`](tethered::AbortableNative), which is what a timeout,
+//! a lost race or a cancelled task does, cancels it.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tethered::{CancelReason, NativeError};
+//!
+//! let result = async_std::task::block_on(async {
+//!     let job = tethered_async_std::spawn_native(|token| {
+//!         let mut steps = 0u64;
+//!         while !token.is_cancelled() {
+//!             steps += 1; // blocking work, checking the token as it goes
+//!         }
+//!         steps
+//!     });
+//!     tethered_async_std::timeout(Duration::from_millis(20), job).await
+//! });
+//! // The caller gets the timeout at once; the closure saw `Timeout` and has returned or will.
+//! assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
+//! ```
+//!
+//! # What is here
+//!
+//! - [`spawn_native`] / [`try_spawn_native`]: run `FnOnce(CancelToken) -> T` on the pool.
+//! - [`AsyncStdSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for
+//!   [`AbortableNative::spawn_on`](tethered::AbortableNative::spawn_on) and friends.
+//! - [`timeout`]: cancel with [`CancelReason::Timeout`](tethered::CancelReason::Timeout) when
+//!   async-std's timer fires first.
+//!
+//! Everything else (tokens, `CancelOnDrop`, `stats()`) is in [tethered].
+//!
+//! # No runtime to be outside of
+//!
+//! async-std's executor and blocking pool are process-wide, start on first use and never shut
+//! down: these functions work on any thread, in an async-std task or not. So
+//! [`try_spawn_native`] has no error case here; it exists so code moves between the tethered
+//! adapters unchanged. Size the pool with the `BLOCKING_MAX_THREADS` environment variable
+//! (default 500), read once when the pool starts.
+//!
+//! [tethered]: https://docs.rs/tethered
+
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+mod spawn;
+mod spawner;
+mod timeout;
+
+pub use spawn::{spawn_native, try_spawn_native};
+pub use spawner::AsyncStdSpawner;
+pub use timeout::timeout;
+
+// The README's example is a doc test too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

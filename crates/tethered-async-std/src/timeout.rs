@@ -1,0 +1,44 @@
+//! [`timeout`]: a job raced against async-std's timer, cancelled with `Timeout` if it loses.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use tethered::{AbortableNative, CancelReason, CancelWhen};
+
+/// Awaits `job` for at most `duration`. If the job finishes first, its result; otherwise the
+/// job's token is cancelled with [`CancelReason::Timeout`] (not `Dropped`, so native code can
+/// tell a deadline from a caller that went away) and the future resolves at once to
+/// `Err(NativeError::Cancelled(CancelReason::Timeout))`, without waiting for the closure,
+/// which returns in its own time.
+///
+/// The clock starts when `timeout` is called, as with `tethered_smol::timeout` and
+/// `tethered_tokio::timeout`; `async_std::future::timeout` starts it at the first poll
+/// instead. The timer is [`async_std::task::sleep`]. A `duration` too large to add to
+/// `Instant::now()` never fires.
+///
+/// ```
+/// use std::time::Duration;
+/// use tethered::{CancelReason, NativeError};
+///
+/// let job = tethered_async_std::spawn_native(|token| {
+///     while !token.is_cancelled() {
+///         std::thread::sleep(Duration::from_millis(1)); // a step of blocking work
+///     }
+///     token.reason()
+/// });
+/// let token = job.token();
+/// let deadline = tethered_async_std::timeout(Duration::from_millis(10), job);
+/// let result = async_std::task::block_on(deadline);
+/// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
+/// assert_eq!(token.reason(), Some(CancelReason::Timeout)); // what the closure sees
+/// ```
+pub fn timeout<T>(
+    duration: Duration,
+    job: AbortableNative<T>,
+) -> CancelWhen<T, impl Future<Output = ()> + Send> {
+    let started = Instant::now();
+    let expired = async move {
+        async_std::task::sleep(duration.saturating_sub(started.elapsed())).await;
+    };
+    job.cancel_when(expired, CancelReason::Timeout)
+}

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use support::{ClosedSpawner, QueueSpawner};
-use tethered::{AbortableNative, CancelReason, stats};
+use tethered::{AbortableNative, CancelReason, NativeJob, NativeScope, stats};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -125,4 +125,90 @@ fn refused_spawns_are_not_counted_and_unrun_jobs_count_as_cancelled() {
     assert_eq!(after.spawned, base.spawned + 1);
     assert_eq!(after.cancelled, base.cancelled + 1);
     assert_eq!(after.running, base.running);
+}
+
+#[test]
+fn queued_counts_jobs_that_have_not_started() {
+    let _serial = serial();
+    let base = stats();
+    let spawner = QueueSpawner::default();
+    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    assert_eq!(stats().queued, base.queued + 1);
+    spawner.take().run();
+    assert_eq!(stats().queued, base.queued);
+    job.join_blocking().unwrap();
+}
+
+#[test]
+fn shutdown_stragglers_count_as_detached_until_they_return() {
+    let _serial = serial();
+    let base = stats();
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    scope
+        .spawn(move |_| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap();
+        })
+        .unwrap()
+        .detach();
+    started.recv().unwrap();
+    assert_eq!(
+        stats().detached,
+        base.detached + 1,
+        "detached by its handle"
+    );
+    let report = scope.shutdown_blocking(Duration::from_millis(20));
+    assert_eq!(report.stragglers.len(), 1);
+    assert_eq!(
+        stats().detached,
+        base.detached + 1,
+        "counted once, not twice"
+    );
+    release_tx.send(()).unwrap();
+    wait_until("the straggler returned", || {
+        stats().detached == base.detached && stats().running == base.running
+    });
+
+    // A straggler whose handle is still held becomes detached through the report.
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let held = scope
+        .spawn(move |_| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap();
+        })
+        .unwrap();
+    started.recv().unwrap();
+    let report = scope.shutdown_blocking(Duration::from_millis(20));
+    assert_eq!(report.stragglers.len(), 1);
+    assert_eq!(stats().detached, base.detached + 1);
+    release_tx.send(()).unwrap();
+    held.join_blocking().unwrap();
+    assert_eq!(stats().detached, base.detached);
+}
+
+#[test]
+fn an_abandoned_job_counts_as_detached_until_it_returns() {
+    let _serial = serial();
+    let base = stats();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let job = NativeJob::builder()
+        .abandon_after(Duration::from_millis(10))
+        .spawn(move |_| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap();
+        });
+    started.recv().unwrap();
+    job.cancel(CancelReason::Requested);
+    assert!(job.join_blocking().unwrap_err().is_abandoned());
+    assert_eq!(stats().detached, base.detached + 1);
+    assert_eq!(stats().running, base.running + 1);
+    release_tx.send(()).unwrap();
+    wait_until("the abandoned job returned", || {
+        stats().detached == base.detached && stats().running == base.running
+    });
 }

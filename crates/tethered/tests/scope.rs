@@ -1,0 +1,400 @@
+//! `NativeScope` and `NativeJob`: grouping, limits, shutdown reports, names, abandon policy.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use futures_executor::block_on;
+use support::QueueSpawner;
+use tethered::{
+    AbortableNative, CancelReason, NativeError, NativeJob, NativeScope, SpawnError, ThreadSpawner,
+};
+
+/// A job that reports its start, then waits for its token.
+fn cooperative(scope: &NativeScope, started: &mpsc::Sender<()>) -> AbortableNative<CancelReason> {
+    let started = started.clone();
+    scope
+        .spawn(move |token| {
+            started.send(()).unwrap();
+            token.wait()
+        })
+        .unwrap()
+}
+
+#[test]
+fn len_counts_unfinished_jobs_and_wait_idle_resolves_when_none_are_left() {
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let jobs: Vec<_> = (0..3).map(|_| cooperative(&scope, &started_tx)).collect();
+    for _ in 0..3 {
+        started.recv().unwrap();
+    }
+    assert_eq!(scope.len(), 3);
+    assert!(!scope.is_empty());
+    for job in &jobs {
+        job.cancel(CancelReason::Requested);
+    }
+    block_on(scope.wait_idle());
+    assert!(scope.is_empty());
+    for job in jobs {
+        assert_eq!(job.join_blocking().unwrap(), CancelReason::Requested);
+    }
+}
+
+#[test]
+fn wait_idle_on_an_empty_scope_is_ready() {
+    block_on(NativeScope::new().wait_idle());
+}
+
+#[test]
+fn cancel_all_cancels_every_job_and_keeps_the_scope_open() {
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let jobs: Vec<_> = (0..4).map(|_| cooperative(&scope, &started_tx)).collect();
+    for _ in 0..4 {
+        started.recv().unwrap();
+    }
+    scope.cancel_all(CancelReason::custom("reload"));
+    for job in jobs {
+        assert_eq!(job.join_blocking().unwrap(), CancelReason::custom("reload"));
+    }
+    assert!(!scope.is_closed());
+    assert_eq!(scope.spawn(|_| 5).unwrap().join_blocking().unwrap(), 5);
+}
+
+#[test]
+fn shutdown_cancels_with_shutdown_waits_and_reports_every_job_returned() {
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let jobs: Vec<_> = (0..8).map(|_| cooperative(&scope, &started_tx)).collect();
+    for _ in 0..8 {
+        started.recv().unwrap();
+    }
+    let report = block_on(scope.shutdown(Duration::from_secs(30)));
+    assert_eq!(report.cancelled, 8);
+    assert_eq!(report.returned, 8);
+    assert!(report.is_clean(), "{report}");
+    assert!(report.elapsed < Duration::from_secs(30));
+    assert!(scope.is_empty());
+    for job in jobs {
+        assert_eq!(job.join_blocking().unwrap(), CancelReason::Shutdown);
+    }
+}
+
+#[test]
+fn shutdown_reports_a_stuck_job_by_name_after_the_grace() {
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let stuck = NativeJob::builder()
+        .name("stuck-interpreter")
+        .spawn_in(&scope, move |_token| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap(); // ignores its token
+        })
+        .unwrap();
+    let stuck_token = stuck.token();
+    stuck.detach();
+    let fine = scope.spawn(|token| token.wait()).unwrap();
+    started.recv().unwrap();
+
+    let start = Instant::now();
+    let report = scope.shutdown_blocking(Duration::from_millis(100));
+    assert!(
+        start.elapsed() >= Duration::from_millis(100),
+        "waited the grace"
+    );
+    assert_eq!(report.cancelled, 2);
+    assert_eq!(report.returned, 1);
+    assert_eq!(report.stragglers.len(), 1);
+    assert_eq!(
+        report.stragglers[0].name.as_deref(),
+        Some("stuck-interpreter")
+    );
+    assert!(
+        report
+            .to_string()
+            .contains("1 still running, now detached: #")
+    );
+    assert!(report.to_string().contains("\"stuck-interpreter\""));
+    assert_eq!(stuck_token.reason(), Some(CancelReason::Shutdown));
+    assert_eq!(
+        scope.len(),
+        1,
+        "the straggler is still counted until it returns"
+    );
+    match fine.join_blocking() {
+        Ok(reason) => assert_eq!(reason, CancelReason::Shutdown),
+        Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown)),
+    }
+
+    release_tx.send(()).unwrap();
+    block_on(scope.wait_idle());
+    assert!(scope.is_empty());
+}
+
+#[test]
+fn async_shutdown_returns_at_the_deadline_with_a_stuck_job() {
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    scope
+        .spawn(move |_| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap();
+        })
+        .unwrap()
+        .detach();
+    started.recv().unwrap();
+    let report = block_on(scope.shutdown(Duration::from_millis(50)));
+    assert_eq!(report.stragglers.len(), 1);
+    assert!(report.elapsed >= Duration::from_millis(50));
+    release_tx.send(()).unwrap();
+    block_on(scope.wait_idle());
+}
+
+#[test]
+fn a_closed_scope_refuses_new_jobs_with_a_clear_error() {
+    let scope = NativeScope::new();
+    let report = scope.shutdown_blocking(Duration::from_secs(1));
+    assert_eq!(report.cancelled, 0);
+    assert!(scope.is_closed());
+    let err = scope.spawn(|_| ()).unwrap_err();
+    assert!(matches!(err, SpawnError::ScopeClosed));
+    assert_eq!(
+        err.to_string(),
+        "the native scope is shut down and takes no new jobs"
+    );
+}
+
+#[test]
+fn dropping_the_scope_cancels_its_jobs_without_blocking() {
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let stuck = scope
+        .spawn(move |token| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap();
+            token.reason()
+        })
+        .unwrap();
+    started.recv().unwrap();
+    let token = stuck.token();
+    drop(scope); // returns although the job ignores its token
+    assert_eq!(token.reason(), Some(CancelReason::Shutdown));
+    release_tx.send(()).unwrap();
+    assert_eq!(stuck.join_blocking().unwrap(), Some(CancelReason::Shutdown));
+}
+
+#[test]
+fn max_running_bounds_concurrency() {
+    let scope = NativeScope::new().with_max_running(2);
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let jobs: Vec<_> = (0..8)
+        .map(|i| {
+            let running = running.clone();
+            let peak = peak.clone();
+            scope
+                .spawn(move |_| {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    thread::sleep(Duration::from_millis(5));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    i
+                })
+                .unwrap()
+        })
+        .collect();
+    let results: Vec<_> = jobs
+        .into_iter()
+        .map(|j| j.join_blocking().unwrap())
+        .collect();
+    assert_eq!(results, (0..8).collect::<Vec<_>>());
+    assert!(
+        peak.load(Ordering::SeqCst) <= 2,
+        "peak {}",
+        peak.load(Ordering::SeqCst)
+    );
+}
+
+#[test]
+fn a_cancelled_job_keeps_its_slot_until_its_closure_returns() {
+    let scope = NativeScope::new().with_max_running(1);
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let slow = scope
+        .spawn(move |_token| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap(); // slow to notice its cancel
+        })
+        .unwrap();
+    started.recv().unwrap();
+    let next_started = Arc::new(AtomicBool::new(false));
+    let flag = next_started.clone();
+    let next = scope
+        .spawn(move |_| flag.store(true, Ordering::SeqCst))
+        .unwrap();
+    slow.cancel(CancelReason::Requested);
+    thread::sleep(Duration::from_millis(50));
+    assert!(
+        !next_started.load(Ordering::SeqCst),
+        "the slot was freed before the cancelled closure returned"
+    );
+    release_tx.send(()).unwrap();
+    next.join_blocking().unwrap();
+    assert!(next_started.load(Ordering::SeqCst));
+    slow.join_blocking().unwrap();
+}
+
+#[test]
+fn a_waiting_job_cancelled_resolves_at_once_without_running() {
+    let scope = NativeScope::new().with_max_running(1);
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let blocker = scope
+        .spawn(move |_| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap();
+        })
+        .unwrap();
+    started.recv().unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let waiting = scope
+        .spawn(move |_| flag.store(true, Ordering::SeqCst))
+        .unwrap();
+    assert_eq!(scope.len(), 2);
+    waiting.cancel(CancelReason::Timeout);
+    // The slot is still held by the blocker, yet the cancelled job resolves.
+    assert!(matches!(
+        waiting.join_blocking(),
+        Err(NativeError::Cancelled(CancelReason::Timeout))
+    ));
+    assert!(!ran.load(Ordering::SeqCst));
+    assert_eq!(scope.len(), 1);
+    release_tx.send(()).unwrap();
+    blocker.join_blocking().unwrap();
+}
+
+#[test]
+#[should_panic(expected = "the limit must be at least 1")]
+fn a_zero_limit_is_refused() {
+    let _ = NativeScope::new().with_max_running(0);
+}
+
+#[test]
+fn a_scope_on_a_custom_spawner_reports_jobs_its_pool_dropped() {
+    let spawner = QueueSpawner::default();
+    let scope = NativeScope::with_spawner(spawner.clone());
+    let job = scope.spawn(|_| 1).unwrap();
+    assert_eq!(scope.len(), 1);
+    spawner.shut_down();
+    assert!(matches!(
+        job.join_blocking(),
+        Err(NativeError::Cancelled(CancelReason::Shutdown))
+    ));
+    assert!(scope.is_empty());
+}
+
+#[test]
+fn job_names_reach_the_thread_debug_and_the_task() {
+    let job = NativeJob::builder()
+        .name("sandbox-42")
+        .spawn_on(&ThreadSpawner::new().name("pool"), |_| {
+            thread::current().name().map(str::to_owned)
+        })
+        .unwrap();
+    assert_eq!(job.name(), Some("sandbox-42"));
+    assert!(format!("{job:?}").contains("name: \"sandbox-42\""));
+    assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox-42"));
+
+    let spawner = QueueSpawner::default();
+    let job = NativeJob::builder()
+        .name("queued")
+        .spawn_on(&spawner, |_| ())
+        .unwrap();
+    let task = spawner.take();
+    assert_eq!(task.name(), Some("queued"));
+    assert!(format!("{task:?}").contains("queued"));
+    task.run();
+    job.join_blocking().unwrap();
+}
+
+#[test]
+fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let job = NativeJob::builder()
+        .name("stuck")
+        .abandon_after(Duration::from_millis(30))
+        .spawn(move |_| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap();
+        });
+    started.recv().unwrap();
+    let cancelled_at = Instant::now();
+    job.cancel(CancelReason::Timeout);
+    let err = block_on(job).unwrap_err();
+    assert!(cancelled_at.elapsed() >= Duration::from_millis(30));
+    assert!(err.is_abandoned());
+    assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    assert!(
+        err.to_string()
+            .starts_with("native job abandoned: cancelled (the deadline passed) and still running")
+    );
+    release_tx.send(()).unwrap();
+}
+
+#[test]
+fn abandon_after_does_not_cut_short_a_job_that_returns_in_time() {
+    let (started_tx, started) = mpsc::channel();
+    let job = NativeJob::builder()
+        .abandon_after(Duration::from_secs(30))
+        .spawn(move |token| {
+            started_tx.send(()).unwrap();
+            token.wait();
+            thread::sleep(Duration::from_millis(20));
+            "clean"
+        });
+    started.recv().unwrap();
+    assert_eq!(block_on(job.cancel_and_join()).unwrap(), "clean");
+}
+
+#[test]
+fn without_an_abandon_policy_an_awaited_job_waits_for_its_closure() {
+    let (started_tx, started) = mpsc::channel();
+    let returned = Arc::new(AtomicBool::new(false));
+    let flag = returned.clone();
+    let job = AbortableNative::spawn(move |_token| {
+        started_tx.send(()).unwrap();
+        thread::sleep(Duration::from_millis(100)); // ignores its token for a while
+        flag.store(true, Ordering::SeqCst);
+    });
+    started.recv().unwrap();
+    job.cancel(CancelReason::Timeout);
+    job.join_blocking().unwrap();
+    assert!(returned.load(Ordering::SeqCst));
+}
+
+#[test]
+fn child_of_ties_a_job_to_an_outer_token() {
+    let request = tethered::CancelSource::new();
+    let (started_tx, started) = mpsc::channel();
+    let job = NativeJob::builder()
+        .child_of(&request.token())
+        .spawn(move |token| {
+            started_tx.send(()).unwrap();
+            token.wait()
+        });
+    started.recv().unwrap();
+    request.cancel(CancelReason::custom("client gone"));
+    assert_eq!(
+        job.join_blocking().unwrap(),
+        CancelReason::custom("client gone")
+    );
+}

@@ -119,9 +119,7 @@ fn exhaust_the_pool() {
             .map(|probe| probe.cancel_to_return())
             .collect(),
     );
-    wait_for("every cancelled closure to return", PATIENCE, || {
-        tethered::stats().running == 0
-    });
+    tethered::testing::assert_all_returned(PATIENCE);
 
     // Naive: 200 plain `spawn_blocking` tasks, cancelled (`JoinHandle::cancel`, since dropping
     // the handle would only detach them); the 4 running closures keep the pool.

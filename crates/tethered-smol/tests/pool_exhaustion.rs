@@ -118,9 +118,7 @@ fn exhaust_the_pool() {
             .map(|probe| probe.cancel_to_return())
             .collect(),
     );
-    wait_for("every cancelled closure to return", PATIENCE, || {
-        tethered::stats().running == 0
-    });
+    tethered::testing::assert_all_returned(PATIENCE);
 
     // Naive: 200 plain `unblock` tasks, dropped; the 4 running closures keep the pool.
     let naive = Naive::new();

@@ -99,11 +99,16 @@ pub struct JoinableSpawner {
 }
 
 impl JoinableSpawner {
-    /// Joins every thread started so far.
+    /// Joins every thread started so far, and those they start meanwhile.
     pub fn join_all(&self) {
-        let threads = std::mem::take(&mut *self.threads.lock().unwrap());
-        for thread in threads {
-            thread.join().unwrap();
+        loop {
+            let threads = std::mem::take(&mut *self.threads.lock().unwrap());
+            if threads.is_empty() {
+                return;
+            }
+            for thread in threads {
+                thread.join().unwrap();
+            }
         }
     }
 }

@@ -1,0 +1,63 @@
+//! Model 8: `NativeScope`: its slot limit, waiting queue and shutdown against finishing jobs
+//! and concurrent cancels.
+
+use std::sync::Arc;
+
+use loom_tests::{JoinableSpawner, model, thread};
+use tethered::{CancelReason, NativeError, NativeScope, stats};
+
+/// With one slot, a second job waits in the scope while the first finishes and another thread
+/// cancels everything: each job finishes exactly once (run or skipped), the slot is handed on,
+/// and the scope and the counters end empty.
+#[test]
+fn slot_handoff_vs_cancel_all() {
+    model("scope_slot_handoff_vs_cancel_all", || {
+        let spawner = Arc::new(JoinableSpawner::default());
+        let scope = Arc::new(NativeScope::with_spawner(spawner.clone()).with_max_running(1));
+        let first = scope.spawn(|_| 1).unwrap();
+        let second = scope.spawn(|_| 2).unwrap();
+        let canceller = {
+            let scope = scope.clone();
+            thread::spawn(move || scope.cancel_all(CancelReason::Requested))
+        };
+        let first = first.join_blocking();
+        let second = second.join_blocking();
+        canceller.join().unwrap();
+        spawner.join_all();
+        for (result, value) in [(first, 1), (second, 2)] {
+            match result {
+                Ok(v) => assert_eq!(v, value),
+                Err(NativeError::Cancelled(CancelReason::Requested)) => {}
+                Err(other) => panic!("unexpected {other}"),
+            }
+        }
+        assert_eq!(scope.len(), 0);
+        assert_eq!(stats().running, 0);
+        assert_eq!(stats().queued, 0);
+    });
+}
+
+/// A shutdown against a job that polls its token: the report counts it as returned (loom does
+/// not model time, so the grace never runs out; a lost wake-up would be a deadlock).
+#[test]
+fn shutdown_vs_a_polling_job() {
+    model("scope_shutdown_vs_polling_job", || {
+        let spawner = Arc::new(JoinableSpawner::default());
+        let scope = NativeScope::with_spawner(spawner.clone());
+        scope
+            .spawn(|token| {
+                while !token.is_cancelled() {
+                    thread::yield_now();
+                }
+            })
+            .unwrap()
+            .detach();
+        let report = scope.shutdown_blocking(std::time::Duration::from_secs(3600));
+        spawner.join_all();
+        assert_eq!(report.cancelled, 1);
+        assert_eq!(report.returned, 1);
+        assert!(report.stragglers.is_empty());
+        assert!(scope.is_empty());
+        assert_eq!(stats().detached, 0);
+    });
+}

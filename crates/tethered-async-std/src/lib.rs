@@ -52,7 +52,6 @@
 //! [tethered]: https://docs.rs/tethered
 
 #![forbid(unsafe_code)]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod spawn;
 mod spawner;

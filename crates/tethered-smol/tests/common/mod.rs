@@ -95,10 +95,12 @@ impl Probe {
         wait_for("the cancelled job's closure to return", PATIENCE, || {
             self.returned_at.get().is_some()
         });
-        let cancelled = self
-            .cancelled_at
-            .get()
-            .expect("the job's token was cancelled before its closure returned");
+        // The cancelling thread runs the callback after publishing the cancel, so a closure
+        // that saw the flag can return before the timestamp exists.
+        wait_for("the cancel callback to record the cancel", PATIENCE, || {
+            self.cancelled_at.get().is_some()
+        });
+        let cancelled = self.cancelled_at.get().expect("waited for above");
         self.returned_at
             .get()
             .expect("waited for above")

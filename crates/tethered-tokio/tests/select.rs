@@ -33,7 +33,12 @@ fn losing_a_select_stops_the_closure_within_1s_with_reason_dropped() {
 
     let took = probe.assert_returned_in_time("select");
     assert_eq!(probe.reason(), Some(CancelReason::Dropped));
-    report("select", &mut [took]);
+    report(
+        "select (from the timer's deadline: an upper bound)",
+        &mut [took],
+    );
+    let from_callback = probe.callback_to_return().expect("the cancel callback ran");
+    eprintln!("[tethered-tokio] select: from the cancel callback to the return: {from_callback:?}");
 }
 
 #[test]

@@ -33,7 +33,14 @@ fn timeout_stops_a_spinning_closure_within_1s_with_reason_timeout() {
     );
     let took = probe.assert_returned_in_time("timeout");
     assert_eq!(probe.reason(), Some(CancelReason::Timeout));
-    report("timeout", &mut [took]);
+    report(
+        "timeout (from the timer's deadline: an upper bound)",
+        &mut [took],
+    );
+    let from_callback = probe.callback_to_return().expect("the cancel callback ran");
+    eprintln!(
+        "[tethered-tokio] timeout: from the cancel callback to the return: {from_callback:?}"
+    );
 }
 
 #[test]

@@ -114,6 +114,15 @@ impl Probe {
         Some(returned.saturating_duration_since(cancelled))
     }
 
+    /// From the moment an `on_cancel` callback saw the cancel (inside the cancel call) to the
+    /// closure's return; zero if the closure returned first. For cancels fired by a timer,
+    /// whose exact moment the test cannot mark.
+    pub(crate) fn callback_to_return(&self) -> Option<Duration> {
+        let seen = *self.0.cancelled_at.get()?;
+        let returned = *self.0.returned_at.get()?;
+        Some(returned.saturating_duration_since(seen))
+    }
+
     /// Blocks until the closure has returned, for at most `bound`.
     pub(crate) fn wait_returned(&self, bound: Duration) -> bool {
         wait_until(bound, || self.returned())

@@ -2,6 +2,9 @@
 
 mod common;
 
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use common::{Naive, PATIENCE, Probe, RETURN_BOUND, RUNTIME, bounded, report};
@@ -93,6 +96,22 @@ fn timeout_resolves_at_once_without_waiting_for_the_closure() {
             naive.release();
         },
     );
+}
+
+#[test]
+fn the_timeout_clock_starts_when_timeout_is_called() {
+    bounded("a timeout polled after its deadline", PATIENCE, || {
+        let job = tethered_smol::spawn_native(|token| token.wait());
+        let mut deadline = pin!(tethered_smol::timeout(DEADLINE, job));
+        std::thread::sleep(DEADLINE * 2);
+        // Polled once, after its deadline passed: it fires on that poll. Had the clock started
+        // at the first poll, it would be pending.
+        let first_poll = smol::block_on(poll_fn(|cx| Poll::Ready(deadline.as_mut().poll(cx))));
+        assert!(matches!(
+            first_poll,
+            Poll::Ready(Err(NativeError::Cancelled(CancelReason::Timeout)))
+        ));
+    });
 }
 
 #[test]

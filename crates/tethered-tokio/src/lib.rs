@@ -45,7 +45,8 @@
 //! [`tethered`].
 
 #![forbid(unsafe_code)]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+// `doc_cfg` labels the `tokio-util` items on docs.rs (nightly folded `doc_auto_cfg` into it).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "tokio-util")]
 mod cancellation_link;

@@ -106,3 +106,28 @@ fn naive_spawn_blocking_keeps_spinning_after_tokio_timeout() {
     stop.set();
     assert!(probe.wait_returned(common::RELEASE));
 }
+
+#[test]
+fn timeout_fixes_its_deadline_when_called_not_when_first_polled() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("build a runtime");
+    let result = runtime.block_on(async {
+        let job = tethered_tokio::spawn_native(|token| token.wait());
+        let raced = tethered_tokio::timeout(DEADLINE, job);
+        // Past the deadline before the first poll (blocking the runtime's only thread on
+        // purpose). Fired on the timer's next turn, the timeout wins against a second timeout
+        // of half its duration started now, which tokio polls after it; a deadline counted
+        // from the first poll would lose.
+        std::thread::sleep(DEADLINE * 2);
+        tokio::time::timeout(DEADLINE / 2, raced).await
+    });
+    assert!(
+        matches!(
+            result,
+            Ok(Err(NativeError::Cancelled(CancelReason::Timeout)))
+        ),
+        "{result:?}"
+    );
+}

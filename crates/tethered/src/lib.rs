@@ -60,7 +60,7 @@
 //!   (see `loom-tests/` in the repository).
 
 #![forbid(unsafe_code)]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
 mod callback;

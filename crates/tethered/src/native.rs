@@ -138,7 +138,13 @@ impl<T: Send + 'static> AbortableNative<T> {
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
         let (job, task) = Self::prepare(source, options, observer, f);
-        spawner.spawn(task)?;
+        if task.is_cancelled() {
+            // Cancelled already: running it only skips the closure, so it needs no thread and
+            // must not wait behind a full pool.
+            task.run();
+        } else {
+            spawner.spawn(task)?;
+        }
         Self::accepted(job)
     }
 

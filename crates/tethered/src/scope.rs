@@ -204,6 +204,7 @@ impl NativeScope {
             }
         };
         match submit_now {
+            Some(task) if task.is_cancelled() => task.run(),
             Some(task) => self.state.spawner.spawn(task)?,
             None => {
                 // A waiting job that is cancelled leaves the queue at once (invariant 3).

@@ -379,3 +379,16 @@ fn debug_output_shows_state() {
     spawner.take().run();
     job.join_blocking().unwrap();
 }
+
+#[test]
+fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
+    let spawner = QueueSpawner::default();
+    let source = CancelSource::new();
+    source.cancel(CancelReason::Timeout);
+    let job = AbortableNative::spawn_with_source(&spawner, source, |_| 1).unwrap();
+    assert_eq!(spawner.len(), 0, "no pool slot is spent on a cancelled job");
+    assert!(matches!(
+        job.join_blocking(),
+        Err(NativeError::Cancelled(CancelReason::Timeout))
+    ));
+}

@@ -1,0 +1,1 @@
+//! criterion benchmarks of the tethered crates; see `benches/` and BENCHMARKS.md.

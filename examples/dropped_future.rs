@@ -27,7 +27,10 @@ async fn main() {
     let started = Instant::now();
     let outcome = tokio::time::timeout(Duration::from_millis(200), job).await;
     assert!(outcome.is_err(), "the computation never ends by itself");
-    println!("timed out after {:?}: the awaiting future was dropped", started.elapsed());
+    println!(
+        "timed out after {:?}: the awaiting future was dropped",
+        started.elapsed()
+    );
 
     // The drop reached the native thread: wait (without blocking the runtime) for proof.
     let reason = token.cancelled().await;

@@ -286,46 +286,74 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Runs `body` on its own thread; fails instead of hanging if a crossing cancel deadlocks
+    /// (see `tests/cancellation_link.rs`).
+    fn bounded(body: impl FnOnce() + Send + 'static) {
+        let (done_tx, done) = mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            body();
+            let _ = done_tx.send(());
+        });
+        match done.recv_timeout(Duration::from_secs(10)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("deadlock: a cancel did not return"),
+            _ => {
+                if let Err(panic) = worker.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    }
 
     #[test]
     fn cancel_source_from_frees_its_relay_when_the_last_handle_drops() {
-        let token = CancellationToken::new();
-        let (source, relay) = cancel_source_with_relay(&token);
-        let child = source.token().child();
-        drop(source);
-        assert!(relay.upgrade().is_some(), "a child still holds the source");
-        drop(child);
-        assert!(relay.upgrade().is_none(), "the relay outlived every handle");
-        assert!(!token.is_cancelled());
+        bounded(|| {
+            let token = CancellationToken::new();
+            let (source, relay) = cancel_source_with_relay(&token);
+            let child = source.token().child();
+            drop(source);
+            assert!(relay.upgrade().is_some(), "a child still holds the source");
+            drop(child);
+            assert!(relay.upgrade().is_none(), "the relay outlived every handle");
+            assert!(!token.is_cancelled());
+        });
     }
 
     #[test]
     fn cancel_source_from_frees_its_relay_once_the_token_fires() {
-        let token = CancellationToken::new();
-        let (source, relay) = cancel_source_with_relay(&token);
-        token.cancel();
-        assert_eq!(source.token().reason(), Some(CancelReason::Requested));
-        assert!(relay.upgrade().is_none(), "a fired relay must free itself");
+        bounded(|| {
+            let token = CancellationToken::new();
+            let (source, relay) = cancel_source_with_relay(&token);
+            token.cancel();
+            assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+            assert!(relay.upgrade().is_none(), "a fired relay must free itself");
+        });
     }
 
     #[test]
     fn cancel_source_from_frees_its_relay_once_the_source_is_cancelled() {
-        let token = CancellationToken::new();
-        let (source, relay) = cancel_source_with_relay(&token);
-        source.cancel(CancelReason::Timeout);
-        assert!(token.is_cancelled());
-        assert!(relay.upgrade().is_none());
+        bounded(|| {
+            let token = CancellationToken::new();
+            let (source, relay) = cancel_source_with_relay(&token);
+            source.cancel(CancelReason::Timeout);
+            assert!(token.is_cancelled());
+            assert!(relay.upgrade().is_none());
+        });
     }
 
     #[test]
     fn dropping_a_link_frees_its_relay_and_callback() {
-        let source = CancelSource::new();
-        let token = CancellationToken::new();
-        let link = link(&source, &token);
-        let relay = Arc::downgrade(link.relay.as_ref().expect("a new link has a relay"));
-        assert_eq!(source.token().registrations(), 1);
-        drop(link);
-        assert_eq!(source.token().registrations(), 0);
-        assert!(relay.upgrade().is_none());
+        bounded(|| {
+            let source = CancelSource::new();
+            let token = CancellationToken::new();
+            let link = link(&source, &token);
+            let relay = Arc::downgrade(link.relay.as_ref().expect("a new link has a relay"));
+            assert_eq!(source.token().registrations(), 1);
+            drop(link);
+            assert_eq!(source.token().registrations(), 0);
+            assert!(relay.upgrade().is_none());
+        });
     }
 }

@@ -3,152 +3,196 @@
 
 mod common;
 
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
 
-use common::{CANCEL_TO_RETURN, Probe, runtime, spin_until};
+use common::{CANCEL_TO_RETURN, Probe, RELEASE, runtime, spin_until};
 use tethered::{AbortableNative, CancelReason, CancelSource};
 use tethered_tokio::{TokioSpawner, cancel_source_from, link};
 use tokio_util::sync::CancellationToken;
 
+/// Runs a test body on its own thread and fails if it has not finished within [`RELEASE`].
+///
+/// A cancel crossing a link re-enters the other side's `cancel` on the same thread (the
+/// tethered callback cancels the `CancellationToken` that is waking it). That is safe only
+/// because tokio's `Notify` wakes waiters after releasing its locks; should that change, these
+/// tests fail with a deadlock message instead of hanging.
+fn bounded(body: impl FnOnce() + Send + 'static) {
+    let (done_tx, done) = mpsc::channel();
+    let worker = thread::spawn(move || {
+        body();
+        let _ = done_tx.send(());
+    });
+    match done.recv_timeout(RELEASE) {
+        Ok(()) => worker.join().expect("the test body finished"),
+        Err(RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("the body sends before it returns"),
+        },
+        Err(RecvTimeoutError::Timeout) => {
+            panic!("deadlock: the test body did not finish within {RELEASE:?}")
+        }
+    }
+}
+
 #[test]
 fn cancelling_the_tethered_source_cancels_the_linked_token_before_cancel_returns() {
-    let source = CancelSource::new();
-    let token = CancellationToken::new();
-    let child = token.child_token();
-    let link = link(&source, &token);
-    source.cancel(CancelReason::Timeout);
-    assert!(token.is_cancelled());
-    assert!(child.is_cancelled());
-    assert!(!link.is_linked());
+    bounded(|| {
+        let source = CancelSource::new();
+        let token = CancellationToken::new();
+        let child = token.child_token();
+        let link = link(&source, &token);
+        source.cancel(CancelReason::Timeout);
+        assert!(token.is_cancelled());
+        assert!(child.is_cancelled());
+        assert!(!link.is_linked());
+    });
 }
 
 #[test]
 fn cancelling_the_token_cancels_the_linked_source_before_cancel_returns() {
-    let source = CancelSource::new();
-    let token = CancellationToken::new();
-    let _link = link(&source, &token);
-    token.cancel();
-    assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+    bounded(|| {
+        let source = CancelSource::new();
+        let token = CancellationToken::new();
+        let _link = link(&source, &token);
+        token.cancel();
+        assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+    });
 }
 
 #[test]
 fn cancelling_a_parent_token_from_another_thread_reaches_the_source() {
-    let source = CancelSource::new();
-    let parent = CancellationToken::new();
-    let _link = link(&source, &parent.child_token());
-    let canceller = thread::spawn(move || parent.cancel());
-    assert_eq!(
-        source.token().wait_timeout(CANCEL_TO_RETURN),
-        Some(CancelReason::Requested)
-    );
-    canceller.join().unwrap();
+    bounded(|| {
+        let source = CancelSource::new();
+        let parent = CancellationToken::new();
+        let _link = link(&source, &parent.child_token());
+        let canceller = thread::spawn(move || parent.cancel());
+        assert_eq!(
+            source.token().wait_timeout(CANCEL_TO_RETURN),
+            Some(CancelReason::Requested)
+        );
+        canceller.join().unwrap();
+    });
 }
 
 #[test]
 fn linking_an_already_cancelled_side_cancels_the_other_at_once() {
-    let source = CancelSource::new();
-    source.cancel(CancelReason::Shutdown);
-    let token = CancellationToken::new();
-    let link_a = link(&source, &token);
-    assert!(token.is_cancelled());
-    assert!(!link_a.is_linked());
+    bounded(|| {
+        let source = CancelSource::new();
+        source.cancel(CancelReason::Shutdown);
+        let token = CancellationToken::new();
+        let link_a = link(&source, &token);
+        assert!(token.is_cancelled());
+        assert!(!link_a.is_linked());
 
-    let token = CancellationToken::new();
-    token.cancel();
-    let source = CancelSource::new();
-    let link_b = link(&source, &token);
-    assert_eq!(source.token().reason(), Some(CancelReason::Requested));
-    assert!(!link_b.is_linked());
+        let token = CancellationToken::new();
+        token.cancel();
+        let source = CancelSource::new();
+        let link_b = link(&source, &token);
+        assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+        assert!(!link_b.is_linked());
+    });
 }
 
 #[test]
 fn dropping_the_link_stops_both_directions_and_unregisters() {
-    let source = CancelSource::new();
-    let token = CancellationToken::new();
-    drop(link(&source, &token));
-    assert_eq!(source.token().registrations(), 0);
-    token.cancel();
-    assert!(!source.is_cancelled());
+    bounded(|| {
+        let source = CancelSource::new();
+        let token = CancellationToken::new();
+        drop(link(&source, &token));
+        assert_eq!(source.token().registrations(), 0);
+        token.cancel();
+        assert!(!source.is_cancelled());
 
-    let source = CancelSource::new();
-    let token = CancellationToken::new();
-    drop(link(&source, &token));
-    source.cancel(CancelReason::Requested);
-    assert!(!token.is_cancelled());
+        let source = CancelSource::new();
+        let token = CancellationToken::new();
+        drop(link(&source, &token));
+        source.cancel(CancelReason::Requested);
+        assert!(!token.is_cancelled());
+    });
 }
 
 #[test]
 fn a_source_from_a_token_cancels_both_ways() {
-    let token = CancellationToken::new();
-    let source = cancel_source_from(&token);
-    token.cancel();
-    assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+    bounded(|| {
+        let token = CancellationToken::new();
+        let source = cancel_source_from(&token);
+        token.cancel();
+        assert_eq!(source.token().reason(), Some(CancelReason::Requested));
 
-    let token = CancellationToken::new();
-    let source = cancel_source_from(&token);
-    source.cancel(CancelReason::Timeout);
-    assert!(token.is_cancelled());
+        let token = CancellationToken::new();
+        let source = cancel_source_from(&token);
+        source.cancel(CancelReason::Timeout);
+        assert!(token.is_cancelled());
+    });
 }
 
 #[test]
 fn a_source_from_a_child_token_leaves_the_parent_alone() {
-    let shutdown = CancellationToken::new();
-    let source = cancel_source_from(&shutdown.child_token());
-    source.cancel(CancelReason::Dropped);
-    assert!(!shutdown.is_cancelled());
+    bounded(|| {
+        let shutdown = CancellationToken::new();
+        let source = cancel_source_from(&shutdown.child_token());
+        source.cancel(CancelReason::Dropped);
+        assert!(!shutdown.is_cancelled());
+    });
 }
 
 #[test]
 fn a_cancellation_token_stops_a_native_job_on_tokio() {
-    let runtime = runtime();
-    let probe = Probe::new();
-    let shutdown = CancellationToken::new();
-    let result = runtime.block_on({
-        let probe = probe.clone();
-        let shutdown = shutdown.clone();
-        async move {
-            let job = AbortableNative::spawn_with_source(
-                &TokioSpawner::current(),
-                cancel_source_from(&shutdown.child_token()),
-                {
-                    let probe = probe.clone();
-                    move |token| {
-                        probe.run_tethered(&token, || spin_until(|| token.is_cancelled()));
-                        token.reason()
-                    }
-                },
-            )
-            .expect("spawn on a running runtime");
-            assert!(probe.started_within(CANCEL_TO_RETURN).await);
-            probe.mark_cancel(std::time::Instant::now());
-            shutdown.cancel();
-            job.await
-        }
+    bounded(|| {
+        let runtime = runtime();
+        let probe = Probe::new();
+        let shutdown = CancellationToken::new();
+        let result = runtime.block_on({
+            let probe = probe.clone();
+            let shutdown = shutdown.clone();
+            async move {
+                let job = AbortableNative::spawn_with_source(
+                    &TokioSpawner::current(),
+                    cancel_source_from(&shutdown.child_token()),
+                    {
+                        let probe = probe.clone();
+                        move |token| {
+                            probe.run_tethered(&token, || spin_until(|| token.is_cancelled()));
+                            token.reason()
+                        }
+                    },
+                )
+                .expect("spawn on a running runtime");
+                assert!(probe.started_within(CANCEL_TO_RETURN).await);
+                probe.mark_cancel(std::time::Instant::now());
+                shutdown.cancel();
+                job.await
+            }
+        });
+        assert_eq!(result.unwrap(), Some(CancelReason::Requested));
+        let took = probe.assert_returned_in_time("tokio-util link");
+        common::report("CancellationToken -> native job", &mut [took]);
     });
-    assert_eq!(result.unwrap(), Some(CancelReason::Requested));
-    let took = probe.assert_returned_in_time("tokio-util link");
-    common::report("CancellationToken -> native job", &mut [took]);
 }
 
 #[test]
 fn a_native_job_cancelled_through_its_handle_cancels_a_linked_token() {
-    let runtime = runtime();
-    let token = CancellationToken::new();
-    runtime.block_on({
-        let token = token.clone();
-        async move {
-            let source = CancelSource::new();
-            let _link = link(&source, &token);
-            let job = AbortableNative::spawn_with_source(&TokioSpawner::current(), source, |t| {
-                t.wait_timeout(Duration::from_secs(10))
-            })
-            .expect("spawn on a running runtime");
-            drop(job); // the awaiting side gives up
-        }
+    bounded(|| {
+        let runtime = runtime();
+        let token = CancellationToken::new();
+        runtime.block_on({
+            let token = token.clone();
+            async move {
+                let source = CancelSource::new();
+                let _link = link(&source, &token);
+                let job =
+                    AbortableNative::spawn_with_source(&TokioSpawner::current(), source, |t| {
+                        t.wait_timeout(Duration::from_secs(10))
+                    })
+                    .expect("spawn on a running runtime");
+                drop(job); // the awaiting side gives up
+            }
+        });
+        assert!(
+            token.is_cancelled(),
+            "the job's cancel reached the tokio-util token"
+        );
     });
-    assert!(
-        token.is_cancelled(),
-        "the job's cancel reached the tokio-util token"
-    );
 }

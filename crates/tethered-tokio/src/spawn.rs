@@ -2,7 +2,7 @@
 
 use tethered::{AbortableNative, CancelToken, SpawnError};
 
-use crate::spawner::{RUNTIME, TokioSpawner};
+use crate::spawner::TokioSpawner;
 
 /// Runs `f` on the current tokio runtime's blocking pool, tethered to the returned handle:
 /// `spawn_blocking` that stops when its caller stops waiting.
@@ -79,10 +79,5 @@ where
     T: Send + 'static,
 {
     let spawner = TokioSpawner::try_current()?;
-    AbortableNative::spawn_on(&spawner, f).map_err(|err| match err {
-        // The blocking pool dropped the closure while we were spawning it: tokio does that
-        // only when the pool shuts down (see `spawner::dropped_unrun`).
-        SpawnError::Rejected => SpawnError::shutdown(RUNTIME),
-        other => other,
-    })
+    AbortableNative::spawn_on(&spawner, f)
 }

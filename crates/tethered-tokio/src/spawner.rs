@@ -1,12 +1,7 @@
 //! [`TokioSpawner`]: puts tethered jobs on a tokio runtime's blocking pool.
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use tethered::{NativeTask, SpawnError, Spawner};
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
 
 /// The name [`SpawnError`]s of this crate give the runtime.
 pub(crate) const RUNTIME: &str = "tokio";
@@ -115,33 +110,17 @@ impl TokioSpawner {
 
 impl Spawner for TokioSpawner {
     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
-        let join = self.handle.spawn_blocking(move || task.run());
-        if dropped_unrun(join) {
-            return Err(SpawnError::shutdown(RUNTIME));
-        }
+        // `spawn_blocking` never reports a refusal: once the runtime's blocking pool has begun
+        // shutting down it drops the closure unrun, on this thread, before returning (tokio 1.x,
+        // `runtime/blocking/pool.rs`, `spawn_task`). The core sees the task dropped during
+        // `spawn` and reports `refused()`; a closure queued and then dropped by the pool's
+        // shutdown drain completes its job with `CancelReason::Shutdown`.
+        drop(self.handle.spawn_blocking(move || task.run()));
         Ok(())
     }
-}
 
-/// Whether tokio dropped the closure behind `join` without running it.
-///
-/// `spawn_blocking` never reports a refusal. Once the runtime's blocking pool has begun
-/// shutting down it drops the closure unrun, on the calling thread, before returning, and hands
-/// back a handle that is already finished as cancelled (tokio 1.x,
-/// `runtime/blocking/pool.rs`, `spawn_task`). A job it accepted can also finish before we look,
-/// but then it finished with `Ok`. Nothing else cancels the task: this function owns its only
-/// handle.
-///
-/// A closure that was queued and is dropped by the pool's shutdown drain after this check still
-/// shows: [`NativeTask`]'s drop makes `spawn_on` report [`SpawnError::Rejected`] if it happens
-/// before `spawn_on` returns, and completes the job with `CancelReason::Shutdown` after.
-fn dropped_unrun(join: JoinHandle<()>) -> bool {
-    if !join.is_finished() {
-        return false;
+    /// tokio drops a blocking closure without running it only when its runtime shuts down.
+    fn refused(&self) -> SpawnError {
+        SpawnError::shutdown(RUNTIME)
     }
-    // The output is there; poll once to read it. `unconstrained` keeps tokio's cooperative
-    // budget, which may be exhausted in the calling task, from reporting `Pending` instead.
-    let join = pin!(tokio::task::unconstrained(join));
-    let mut cx = Context::from_waker(Waker::noop());
-    matches!(join.poll(&mut cx), Poll::Ready(Err(err)) if err.is_cancelled())
 }

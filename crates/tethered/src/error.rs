@@ -178,7 +178,8 @@ pub enum SpawnError {
         runtime: &'static str,
     },
     /// The spawner dropped the job without running it, while it was being spawned: its pool is
-    /// closed or shutting down.
+    /// closed or shutting down. (A spawner can report something more specific through
+    /// [`Spawner::refused`](crate::Spawner::refused).)
     Rejected,
     /// The [`NativeScope`](crate::NativeScope) is shut down or dropped and takes no new jobs.
     ScopeClosed,

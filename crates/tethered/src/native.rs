@@ -145,7 +145,10 @@ impl<T: Send + 'static> AbortableNative<T> {
         } else {
             spawner.spawn(task)?;
         }
-        Self::accepted(job)
+        Self::accepted(job).map_err(|err| match err {
+            SpawnError::Rejected => spawner.refused(),
+            other => other,
+        })
     }
 
     /// Makes the job and its task, before any spawner sees it.

@@ -219,7 +219,10 @@ impl NativeScope {
                     .detach();
             }
         }
-        AbortableNative::accepted(job)
+        AbortableNative::accepted(job).map_err(|err| match err {
+            SpawnError::Rejected => self.state.spawner.refused(),
+            other => other,
+        })
     }
 
     /// The scope's unfinished jobs: waiting for a slot, queued in the spawner, or running

@@ -41,11 +41,22 @@ use crate::sync::thread;
 pub trait Spawner {
     /// Hands `task` to a native thread, or refuses it with an error.
     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError>;
+
+    /// The error to report when [`spawn`](Self::spawn) returned `Ok` but dropped the task
+    /// before returning: a pool that silently drops jobs once it shuts down can name that
+    /// here (tokio's blocking pool does, so `tethered-tokio` reports a shutdown).
+    fn refused(&self) -> SpawnError {
+        SpawnError::Rejected
+    }
 }
 
 impl<S: Spawner + ?Sized> Spawner for &S {
     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
         (**self).spawn(task)
+    }
+
+    fn refused(&self) -> SpawnError {
+        (**self).refused()
     }
 }
 
@@ -53,11 +64,19 @@ impl<S: Spawner + ?Sized> Spawner for Box<S> {
     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
         (**self).spawn(task)
     }
+
+    fn refused(&self) -> SpawnError {
+        (**self).refused()
+    }
 }
 
 impl<S: Spawner + ?Sized> Spawner for Arc<S> {
     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
         (**self).spawn(task)
+    }
+
+    fn refused(&self) -> SpawnError {
+        (**self).refused()
     }
 }
 

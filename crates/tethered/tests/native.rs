@@ -392,3 +392,35 @@ fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
         Err(NativeError::Cancelled(CancelReason::Timeout))
     ));
 }
+
+/// Drops every task while spawning, and names that refusal.
+struct ShutDownPool;
+
+impl tethered::Spawner for ShutDownPool {
+    fn spawn(&self, task: tethered::NativeTask) -> Result<(), SpawnError> {
+        drop(task);
+        Ok(())
+    }
+
+    fn refused(&self) -> SpawnError {
+        SpawnError::shutdown("test pool")
+    }
+}
+
+#[test]
+fn a_spawner_can_name_its_refusal() {
+    let err = AbortableNative::spawn_on(&ShutDownPool, |_| 1).unwrap_err();
+    assert!(matches!(
+        err,
+        SpawnError::Shutdown {
+            runtime: "test pool"
+        }
+    ));
+    let scope = tethered::NativeScope::with_spawner(ShutDownPool);
+    assert!(matches!(
+        scope.spawn(|_| 1).unwrap_err(),
+        SpawnError::Shutdown {
+            runtime: "test pool"
+        }
+    ));
+}

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tethered::{CallbackGuard, CancelReason, CancelToken};
+use tethered::{CancelReason, CancelToken};
 
 /// The behavioural bound of every scenario: a cancelled closure has returned within this long.
 pub(crate) const CANCEL_TO_RETURN: Duration = Duration::from_secs(1);
@@ -65,7 +65,7 @@ impl Probe {
     /// (from an `on_cancel` callback, on the cancelling thread), the reason and the return.
     pub(crate) fn run_tethered<R>(&self, token: &CancelToken, body: impl FnOnce() -> R) -> R {
         self.0.started.store(true, Ordering::SeqCst);
-        let _timing = self.time_cancel(token);
+        self.time_cancel(token);
         let value = body();
         let _ = self.0.reason.set(token.reason());
         let _ = self.0.returned_at.set(Instant::now());
@@ -80,11 +80,15 @@ impl Probe {
         value
     }
 
-    fn time_cancel(&self, token: &CancelToken) -> CallbackGuard {
+    /// Detached, not guarded: a closure that sees the flag can return before the cancelling
+    /// thread reaches its callbacks, and a guard dropped on return would deregister this one.
+    fn time_cancel(&self, token: &CancelToken) {
         let state = self.0.clone();
-        token.on_cancel(move |_| {
-            let _ = state.cancelled_at.set(Instant::now());
-        })
+        token
+            .on_cancel(move |_| {
+                let _ = state.cancelled_at.set(Instant::now());
+            })
+            .detach();
     }
 
     /// Records when the test triggers the cancel (or the earliest moment the cancel can

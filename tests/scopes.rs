@@ -280,3 +280,63 @@ fn tokio_cancel_all_wait_idle_and_drop() {
 fn smol_cancel_all_wait_idle_and_drop() {
     cancel_all_wait_idle_and_drop(Smol);
 }
+
+/// The shutdown a server does: 500 jobs running on tokio's blocking pool, every closure polling
+/// its token, plus one named job that ignores its token. Every polling closure returns promptly,
+/// the report arrives at the grace's end, and the stuck job is its only straggler, by name.
+#[test]
+fn tokio_shutdown_of_500_running_jobs_and_a_stuck_one() {
+    let _serial = serial();
+    let rt = Tokio::new();
+    let scope = NativeScope::with_spawner(rt.spawner());
+    let running = Arc::new(AtomicUsize::new(0));
+    let last_return = Arc::new(Mutex::new(None::<Instant>));
+    for i in 0..500 {
+        let running = running.clone();
+        let last_return = last_return.clone();
+        NativeJob::builder()
+            .name(format!("poller-{i}"))
+            .spawn_in(&scope, move |token| {
+                running.fetch_add(1, Ordering::SeqCst);
+                while !token.is_cancelled() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let now = Instant::now();
+                let mut last = last_return.lock().unwrap();
+                *last = Some(last.map_or(now, |last| last.max(now)));
+            })
+            .unwrap()
+            .detach();
+    }
+    let (release_tx, release) = mpsc::channel::<()>();
+    NativeJob::builder()
+        .name("stuck-sandbox-7")
+        .spawn_in(&scope, move |_token| release.recv().unwrap())
+        .unwrap()
+        .detach();
+    wait_until("all 500 pollers are running", || {
+        running.load(Ordering::SeqCst) == 500
+    });
+
+    let shutdown_began = Instant::now();
+    let report = rt.block_on(scope.shutdown(Duration::from_secs(2)));
+    let last_return = last_return.lock().unwrap().expect("the pollers returned");
+    let all_returned_after = last_return.duration_since(shutdown_began);
+    assert!(
+        all_returned_after < Duration::from_secs(1),
+        "the last polling closure returned {all_returned_after:?} after the shutdown began"
+    );
+    assert_eq!(report.cancelled, 501);
+    assert_eq!(report.returned, 500);
+    assert_eq!(report.stragglers.len(), 1);
+    assert_eq!(
+        report.stragglers[0].name.as_deref(),
+        Some("stuck-sandbox-7")
+    );
+    eprintln!(
+        "500 polling jobs + 1 stuck on tokio: every polling closure returned within \
+         {all_returned_after:?} of the shutdown; report: {report}"
+    );
+    release_tx.send(()).unwrap();
+    rt.block_on(scope.wait_idle());
+}

@@ -1,1 +1,155 @@
-//! criterion benchmarks of the tethered crates; see `benches/` and BENCHMARKS.md.
+//! Helpers shared by the benchmark targets in `benches/`.
+//!
+//! The criterion suites (`check`, `round_trip`, `cancel_on_drop`) write their results where
+//! criterion always does, `target/criterion/`. The two targets with a `main` of their own
+//! (`latency`, which needs medians and percentiles that criterion does not report, and
+//! `allocations`, which needs a counting global allocator) write JSON files to
+//! [`results_dir`]. `report.py` beside this crate's manifest turns both into `BENCHMARKS.md`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where `latency` and `allocations` write their JSON: `target/tethered-bench/`, next to
+/// criterion's `target/criterion/` (honouring `CARGO_TARGET_DIR`, as criterion does).
+pub fn results_dir() -> PathBuf {
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+    };
+    target.join("tethered-bench")
+}
+
+/// Writes `json` to `<results_dir>/<name>.json` and says where on stdout.
+///
+/// # Panics
+///
+/// If the directory cannot be created or the file written: a benchmark run that cannot keep
+/// its results has failed.
+pub fn write_results(name: &str, json: &str) {
+    let dir = results_dir();
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|err| panic!("cannot create {}: {err}", dir.display()));
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, json)
+        .unwrap_or_else(|err| panic!("cannot write {}: {err}", path.display()));
+    println!("wrote {}", path.display());
+}
+
+/// How a benchmark binary with its own `main` was started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// `cargo bench` passes `--bench`; `cargo test --benches` does not. Without it the
+    /// binary runs a short smoke pass and writes no results.
+    pub measure: bool,
+    /// The first free argument, as criterion takes it: run only cases whose name contains it.
+    pub filter: Option<String>,
+}
+
+impl Invocation {
+    /// Reads the process arguments.
+    pub fn from_args() -> Self {
+        let mut measure = false;
+        let mut filter = None;
+        for arg in std::env::args().skip(1) {
+            if arg == "--bench" {
+                measure = true;
+            } else if !arg.starts_with('-') && filter.is_none() {
+                filter = Some(arg);
+            }
+        }
+        Invocation { measure, filter }
+    }
+
+    /// Whether the case called `name` is selected by the filter.
+    pub fn selects(&self, name: &str) -> bool {
+        self.filter.as_deref().is_none_or(|f| name.contains(f))
+    }
+}
+
+/// Order statistics of a set of latency samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// How many samples.
+    pub samples: usize,
+    /// The smallest sample, in nanoseconds.
+    pub min_ns: f64,
+    /// The median, in nanoseconds.
+    pub median_ns: f64,
+    /// The 90th percentile (nearest rank), in nanoseconds.
+    pub p90_ns: f64,
+    /// The 99th percentile (nearest rank), in nanoseconds.
+    pub p99_ns: f64,
+    /// The mean, in nanoseconds.
+    pub mean_ns: f64,
+}
+
+impl Summary {
+    /// Summarises `samples`.
+    ///
+    /// # Panics
+    ///
+    /// If `samples` is empty.
+    pub fn of(samples: &[Duration]) -> Self {
+        assert!(!samples.is_empty(), "no samples to summarise");
+        let mut ns: Vec<f64> = samples.iter().map(|d| d.as_nanos() as f64).collect();
+        ns.sort_by(f64::total_cmp);
+        let rank = |p: f64| {
+            // Nearest-rank percentile: the smallest sample with at least p of them at or below it.
+            let index = ((p * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1;
+            ns[index]
+        };
+        Summary {
+            samples: ns.len(),
+            min_ns: ns[0],
+            median_ns: rank(0.5),
+            p90_ns: rank(0.9),
+            p99_ns: rank(0.99),
+            mean_ns: ns.iter().sum::<f64>() / ns.len() as f64,
+        }
+    }
+
+    /// The summary as a JSON object.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "{{\"samples\": {}, \"min_ns\": {:.1}, \"median_ns\": {:.1}, \"p90_ns\": {:.1}, \
+             \"p99_ns\": {:.1}, \"mean_ns\": {:.1}}}",
+            self.samples, self.min_ns, self.median_ns, self.p90_ns, self.p99_ns, self.mean_ns
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_uses_nearest_rank_percentiles() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_nanos).collect();
+        let summary = Summary::of(&samples);
+        assert_eq!(summary.samples, 100);
+        assert_eq!(summary.min_ns, 1.0);
+        assert_eq!(summary.median_ns, 50.0);
+        assert_eq!(summary.p90_ns, 90.0);
+        assert_eq!(summary.p99_ns, 99.0);
+        assert_eq!(summary.mean_ns, 50.5);
+    }
+
+    #[test]
+    fn invocation_filter_selects_by_substring() {
+        let all = Invocation {
+            measure: true,
+            filter: None,
+        };
+        assert!(all.selects("busy/tethered"));
+        let busy = Invocation {
+            measure: true,
+            filter: Some("busy".into()),
+        };
+        assert!(busy.selects("busy/tethered"));
+        assert!(!busy.selects("parked/tethered"));
+    }
+}

@@ -1,0 +1,36 @@
+//! What the tethered adapters' scenario tests share, so that each adapter proves the same
+//! things against its real runtime with the same bounds.
+//!
+//! - [`Probe`] times a tethered job's closure from its cancel to its return;
+//!   [`Naive`] runs the baseline blocking jobs, which only the test's stop flag ends, and
+//!   asserts their leak.
+//! - [`bounded`], [`Watchdog`], [`wait_for`] and [`wait_until`] bound every wait by
+//!   [`PATIENCE`], so a broken behaviour fails a test instead of hanging the suite.
+//! - [`cpu_share_over`] reads the process's CPU time; [`report`] prints a scenario's median and
+//!   worst cancel-to-return time and checks them against [`RETURN_BOUND`].
+//! - [`scenarios`] holds whole scenarios written once against the [`Runtime`] trait.
+//!
+//! Not published: a dev-dependency of the adapter crates only.
+
+mod bounds;
+mod cpu;
+mod naive;
+mod panics;
+mod probe;
+mod report;
+mod rng;
+mod runtime;
+pub mod scenarios;
+mod wait;
+mod work;
+
+pub use bounds::{PATIENCE, RETURN_BOUND};
+pub use cpu::{cpu_share_over, cpu_time};
+pub use naive::Naive;
+pub use panics::count_planned_panics;
+pub use probe::Probe;
+pub use report::{Timings, report};
+pub use rng::XorShift;
+pub use runtime::Runtime;
+pub use wait::{Watchdog, bounded, wait_for, wait_until};
+pub use work::{slices_until, spin_until};

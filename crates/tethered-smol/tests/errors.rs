@@ -6,23 +6,16 @@
 
 mod common;
 
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
-use std::thread;
 
-use common::{PATIENCE, bounded};
+use common::Smol;
 use smol::Executor;
-use tethered::NativeError;
+use tethered_test_support::scenarios::errors;
+use tethered_test_support::{PATIENCE, bounded};
 
 #[test]
 fn try_spawn_native_works_on_a_thread_without_any_executor() {
-    bounded("spawning from a plain thread", PATIENCE, || {
-        let job =
-            tethered_smol::try_spawn_native(|_token| thread::current().name().map(String::from))
-                .expect("the blocking pool needs no runtime");
-        let pool_thread = job.join_blocking().expect("the job ran");
-        assert!(pool_thread.is_some_and(|name| name.starts_with("blocking-")));
-    });
+    errors::try_spawn_native_works_on_a_plain_thread::<Smol>();
 }
 
 #[test]
@@ -40,27 +33,5 @@ fn try_spawn_native_works_after_the_executor_that_used_it_was_dropped() {
 
 #[test]
 fn a_panicking_job_gives_panicked_and_the_awaiting_task_runs_on() {
-    bounded("a panicking job", PATIENCE, || {
-        let executor = Executor::new();
-        let task = executor.spawn(async {
-            let result = tethered_smol::spawn_native(|_token| -> u32 { panic!("bad input") }).await;
-            let err = result.expect_err("the closure panicked");
-            assert!(
-                matches!(&err, NativeError::Panicked(panic) if panic.message() == Some("bad input"))
-            );
-            "the task ran on"
-        });
-        assert_eq!(smol::block_on(executor.run(task)), "the task ran on");
-
-        // Naive: `unblock` hands the closure's panic to the task that awaits it, which dies.
-        let executor = Executor::new();
-        let task = executor.spawn(async {
-            smol::unblock(|| -> u32 { panic!("bad input") }).await;
-            "the task ran on"
-        });
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| smol::block_on(executor.run(task))));
-        let payload =
-            outcome.expect_err("with plain unblock the awaiting task dies with the panic");
-        assert_eq!(payload.downcast_ref::<&str>(), Some(&"bad input"));
-    });
+    errors::a_panicking_job_gives_panicked_and_the_awaiting_task_runs_on::<Smol>();
 }

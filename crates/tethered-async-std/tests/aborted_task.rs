@@ -2,38 +2,14 @@
 
 mod common;
 
-use std::time::Instant;
-
-use async_std::task;
-use common::{Naive, PATIENCE, Probe, bounded, report};
-use tethered::CancelReason;
+use common::{AsyncStd, cancel};
+use tethered_test_support::scenarios::aborted_task;
+use tethered_test_support::{PATIENCE, bounded};
 
 #[test]
 fn cancelling_the_awaiting_task_cancels_the_job_and_its_closure_returns_within_1s() {
-    bounded("the aborted-task scenario", PATIENCE, || {
-        let probe = Probe::new();
-        let handle = task::spawn({
-            let probe = probe.clone();
-            async move {
-                let job = tethered_async_std::spawn_native(probe.spinning_job());
-                probe.watch(&job);
-                job.await
-            }
-        });
-        probe.wait_started();
-        assert!(task::block_on(handle.cancel()).is_none());
-        report("aborted task", vec![probe.cancel_to_return()]);
-        assert_eq!(probe.seen_reason(), Some(CancelReason::Dropped));
-
-        let naive = Naive::new();
-        let job = naive.spinning_job();
-        let handle = task::spawn(async move { task::spawn_blocking(job).await });
-        naive.wait_started(1);
-        assert!(task::block_on(handle.cancel()).is_none());
-        let gave_up = Instant::now();
-        naive.assert_leaks(1, gave_up, "aborted task");
-        naive.release();
-    });
+    aborted_task::tethered_job::<AsyncStd>("aborted task", cancel);
+    aborted_task::naive_job::<AsyncStd>("aborted task", cancel);
 }
 
 #[test]
@@ -43,7 +19,7 @@ fn dropping_the_join_handle_detaches_the_task_and_the_job_runs_on() {
     // cancels.
     bounded("a detached task awaiting a job", PATIENCE, || {
         let (tx, rx) = std::sync::mpsc::channel();
-        let handle = task::spawn(async move {
+        let handle = async_std::task::spawn(async move {
             let result = tethered_async_std::spawn_native(|token| {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 token.is_cancelled()

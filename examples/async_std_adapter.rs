@@ -1,0 +1,30 @@
+//! tethered on async-std in ten lines: a `spawn_blocking` job that stops when its timeout
+//! fires, and hears why. (async-std is discontinued; new code should use smol.)
+//!
+//! Run with: cargo run --example async_std_adapter
+
+use std::time::Duration;
+
+use tethered::{CancelReason, NativeError};
+
+fn main() {
+    async_std::task::block_on(async {
+        let job = tethered_async_std::spawn_native(|token| {
+            let mut steps = 0u64;
+            while !token.is_cancelled() {
+                steps += 1; // blocking work, checking its token
+            }
+            steps
+        });
+        let token = job.token();
+        let result = tethered_async_std::timeout(Duration::from_millis(100), job).await;
+        assert!(matches!(
+            result,
+            Err(NativeError::Cancelled(CancelReason::Timeout))
+        ));
+        println!(
+            "async-std: timed out; the closure was told: {}",
+            token.cancelled().await
+        );
+    });
+}

@@ -1,0 +1,211 @@
+//! A toy bytecode interpreter for untrusted scripts, on tokio's blocking pool: it checks its
+//! `CancelToken` every 1,000 instructions, a deadline cancels a script that runs too long, and
+//! the interpreter returns a partial result that says it was cancelled, why, and how far it got.
+//!
+//! Run with: cargo run --example sandbox
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+
+/// Instructions between two checks of the token: one atomic load per thousand instructions.
+const CHECK_EVERY: u64 = 1_000;
+/// How long a script may run.
+const DEADLINE: Duration = Duration::from_millis(200);
+
+/// One instruction of a small stack machine.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Push(i64),
+    Add,
+    Dup,
+    Swap,
+    Over,
+    Pop,
+    /// Pops a value; jumps if it is zero.
+    JumpIfZero(usize),
+    Jump(usize),
+    Halt,
+}
+
+/// How a script ended.
+#[derive(Debug)]
+enum Outcome {
+    /// It halted by itself, with this value on top of its stack.
+    Finished { value: i64, steps: u64 },
+    /// The token was cancelled: the state it had reached, and why it was stopped.
+    Cancelled {
+        reason: CancelReason,
+        steps: u64,
+        pc: usize,
+        top: Option<i64>,
+    },
+    /// The script itself was broken.
+    Fault { message: &'static str, pc: usize },
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Finished { value, steps } => {
+                write!(f, "finished with {value} after {steps} instructions")
+            }
+            Outcome::Cancelled {
+                reason,
+                steps,
+                pc,
+                top,
+            } => write!(
+                f,
+                "cancelled ({reason}) after {steps} instructions, at pc {pc} with {top:?} on top \
+                 of the stack"
+            ),
+            Outcome::Fault { message, pc } => write!(f, "fault at pc {pc}: {message}"),
+        }
+    }
+}
+
+/// Runs `program` until it halts, faults, or `token` is cancelled.
+fn interpret(program: &[Op], token: &CancelToken) -> Outcome {
+    let mut stack: Vec<i64> = Vec::new();
+    let mut pc = 0;
+    let mut steps: u64 = 0;
+    loop {
+        if steps % CHECK_EVERY == 0 {
+            if let Some(reason) = token.reason() {
+                return Outcome::Cancelled {
+                    reason,
+                    steps,
+                    pc,
+                    top: stack.last().copied(),
+                };
+            }
+        }
+        steps += 1;
+        let Some(&op) = program.get(pc) else {
+            return Outcome::Fault {
+                message: "ran off the end of the program",
+                pc,
+            };
+        };
+        pc += 1;
+        let underflow = Outcome::Fault {
+            message: "stack underflow",
+            pc: pc - 1,
+        };
+        match op {
+            Op::Push(value) => stack.push(value),
+            Op::Add => match (stack.pop(), stack.pop()) {
+                (Some(b), Some(a)) => stack.push(a.wrapping_add(b)),
+                _ => return underflow,
+            },
+            Op::Dup => match stack.last() {
+                Some(&top) => stack.push(top),
+                None => return underflow,
+            },
+            Op::Swap => match stack.len() {
+                n if n >= 2 => stack.swap(n - 1, n - 2),
+                _ => return underflow,
+            },
+            Op::Over => match stack.len() {
+                n if n >= 2 => stack.push(stack[n - 2]),
+                _ => return underflow,
+            },
+            Op::Pop => {
+                if stack.pop().is_none() {
+                    return underflow;
+                }
+            }
+            Op::JumpIfZero(target) => match stack.pop() {
+                Some(0) => pc = target,
+                Some(_) => {}
+                None => return underflow,
+            },
+            Op::Jump(target) => pc = target,
+            Op::Halt => {
+                return match stack.last() {
+                    Some(&value) => Outcome::Finished { value, steps },
+                    None => underflow,
+                };
+            }
+        }
+    }
+}
+
+/// `1 + 2 + ... + n`, counting down: stack `[sum, n]`.
+fn sum_to(n: i64) -> Vec<Op> {
+    use Op::*;
+    vec![
+        Push(0),
+        Push(n),
+        Dup,            // 2: sum n n
+        JumpIfZero(11), //    sum n
+        Swap,           //    n sum
+        Over,           //    n sum n
+        Add,            //    n sum+n
+        Swap,           //    sum n
+        Push(-1),
+        Add,     //    sum n-1
+        Jump(2), //
+        Pop,     // 11: sum
+        Halt,
+    ]
+}
+
+/// A script that never halts: `x = 0; loop { x += 1 }`.
+fn endless() -> Vec<Op> {
+    use Op::*;
+    vec![Push(0), Push(1), Add, Jump(1)]
+}
+
+/// Runs a script on tokio's blocking pool with a deadline, and always gets an [`Outcome`] back.
+///
+/// `tethered_tokio::timeout(DEADLINE, job)` would answer at the deadline with
+/// `Err(Cancelled(Timeout))` and not wait for the interpreter. To get the partial result
+/// instead, cancel the job with the reason at the deadline and await the interpreter's return.
+async fn run_script(program: Vec<Op>) -> Result<Outcome, NativeError> {
+    let mut job: AbortableNative<Outcome> =
+        tethered_tokio::spawn_native(move |token| interpret(&program, &token));
+    tokio::select! {
+        outcome = &mut job => outcome,
+        () = tokio::time::sleep(DEADLINE) => {
+            job.cancel(CancelReason::Timeout);
+            job.await
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), NativeError> {
+    println!("running two scripts, each with a {DEADLINE:?} deadline");
+
+    let started = Instant::now();
+    let outcome = run_script(sum_to(100_000)).await?;
+    println!("sum_to(100000): {outcome} ({:.1?})", started.elapsed());
+    assert!(matches!(
+        outcome,
+        Outcome::Finished {
+            value: 5_000_050_000,
+            ..
+        }
+    ));
+
+    let started = Instant::now();
+    let outcome = run_script(endless()).await?;
+    let took = started.elapsed();
+    println!("endless():      {outcome} ({took:.1?})");
+    assert!(matches!(
+        outcome,
+        Outcome::Cancelled {
+            reason: CancelReason::Timeout,
+            ..
+        }
+    ));
+    // The handle resolves only once the closure has returned: no thread is left running.
+    println!(
+        "the interpreter returned its partial result {:.1?} after the deadline",
+        took.saturating_sub(DEADLINE)
+    );
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! Native jobs in `tokio::select!` and behind timeouts. The job that loses a race is dropped, and
+//! its closure stops with `CancelReason::Dropped`; `tethered_tokio::timeout` stops a job with
+//! `CancelReason::Timeout`, so native code can tell a deadline from a caller that went away;
+//! a plain `tokio::time::timeout` drops the job, which stops it too.
+//!
+//! Run with: cargo run --example select_and_timeout
+
+use std::time::Duration;
+
+use tethered::{AbortableNative, CancelReason, NativeError};
+use tokio::sync::mpsc;
+
+/// What a search's closure reports as it returns, from its own thread.
+#[derive(Debug)]
+struct Finished {
+    name: &'static str,
+    rounds: u64,
+    reason: Option<CancelReason>,
+}
+
+/// A search that needs `rounds` rounds of 1 ms, checking its token between rounds.
+fn search(
+    name: &'static str,
+    rounds: u64,
+    report: mpsc::UnboundedSender<Finished>,
+) -> AbortableNative<u64> {
+    tethered_tokio::spawn_native(move |token| {
+        let mut done = 0;
+        while done < rounds && !token.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(1)); // one round of blocking work
+            done += 1;
+        }
+        let _ = report.send(Finished {
+            name,
+            rounds: done,
+            reason: token.reason(),
+        });
+        done
+    })
+}
+
+async fn finished(reports: &mut mpsc::UnboundedReceiver<Finished>) -> Finished {
+    tokio::time::timeout(Duration::from_secs(5), reports.recv())
+        .await
+        .expect("a cancelled closure returns within 5 s")
+        .expect("the sender lives in the closure")
+}
+
+#[tokio::main]
+async fn main() {
+    let (report, mut reports) = mpsc::unbounded_channel();
+
+    // 1. A race: two strategies for the same answer; the first one wins, the other is dropped.
+    println!("1. select!: a quick search (20 rounds) races a thorough one (10,000 rounds)");
+    let quick = search("quick", 20, report.clone());
+    let thorough = search("thorough", 10_000, report.clone());
+    let winner = tokio::select! {
+        rounds = quick => format!("quick, after {} rounds", rounds.expect("it ran")),
+        rounds = thorough => format!("thorough, after {} rounds", rounds.expect("it ran")),
+    };
+    println!("   winner: {winner}");
+    for _ in 0..2 {
+        let done = finished(&mut reports).await;
+        let how = done
+            .reason
+            .map_or("ran to the end".to_owned(), |r| format!("stopped: {r}"));
+        println!(
+            "   {} returned after {} rounds: {how}",
+            done.name, done.rounds
+        );
+    }
+
+    // 2. A deadline with tethered_tokio::timeout: the closure hears `Timeout`.
+    println!("2. tethered_tokio::timeout(50 ms) around a 10,000-round search");
+    let job = search("deadline", 10_000, report.clone());
+    let result = tethered_tokio::timeout(Duration::from_millis(50), job).await;
+    assert!(matches!(
+        result,
+        Err(NativeError::Cancelled(CancelReason::Timeout))
+    ));
+    let done = finished(&mut reports).await;
+    assert_eq!(done.reason, Some(CancelReason::Timeout));
+    println!(
+        "   the caller got {result:?}; the closure stopped after {} rounds: {}",
+        done.rounds,
+        CancelReason::Timeout
+    );
+
+    // 3. A plain tokio::time::timeout works as well: it drops the job, so the closure hears
+    //    `Dropped` rather than `Timeout`.
+    println!("3. tokio::time::timeout(50 ms) around a 10,000-round search");
+    let job = search("dropped", 10_000, report);
+    let result = tokio::time::timeout(Duration::from_millis(50), job).await;
+    assert!(result.is_err());
+    let done = finished(&mut reports).await;
+    assert_eq!(done.reason, Some(CancelReason::Dropped));
+    println!(
+        "   the caller got Elapsed; the closure stopped after {} rounds: {}",
+        done.rounds,
+        CancelReason::Dropped
+    );
+}

@@ -1,0 +1,30 @@
+//! tethered on smol in ten lines: a job on the `blocking` pool (the threads behind
+//! `smol::unblock`) that stops when its timeout fires, and hears why.
+//!
+//! Run with: cargo run --example smol_adapter
+
+use std::time::Duration;
+
+use tethered::{CancelReason, NativeError};
+
+fn main() {
+    smol::block_on(async {
+        let job = tethered_smol::spawn_native(|token| {
+            let mut steps = 0u64;
+            while !token.is_cancelled() {
+                steps += 1; // blocking work, checking its token
+            }
+            steps
+        });
+        let token = job.token();
+        let result = tethered_smol::timeout(Duration::from_millis(100), job).await;
+        assert!(matches!(
+            result,
+            Err(NativeError::Cancelled(CancelReason::Timeout))
+        ));
+        println!(
+            "smol: timed out; the closure was told: {}",
+            token.cancelled().await
+        );
+    });
+}

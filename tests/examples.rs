@@ -1,0 +1,267 @@
+//! Runs the examples' binaries as a user would, and checks what they print and how they exit.
+//!
+//! `cargo test` builds every example before it runs the tests, into
+//! `target/<profile>/examples/`, next to this test's own binary in `target/<profile>/deps/`.
+//! Each example must end by itself within seconds; one that hangs is killed and fails its test.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long any example may run here, far above what each needs (at most about a second).
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// The compiled example `name`.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary sits in target/<profile>/deps");
+    let path = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the examples first; after `cargo test --test \
+         examples` alone, run `cargo build --examples` and try again",
+        path.display()
+    );
+    path
+}
+
+/// What an example did.
+#[derive(Debug)]
+struct Ran {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+impl Ran {
+    #[track_caller]
+    fn assert_success(&self) -> &Self {
+        assert!(self.status.success(), "the example failed: {self:#?}");
+        self
+    }
+
+    #[track_caller]
+    fn assert_prints(&self, text: &str) -> &Self {
+        assert!(
+            self.stdout.contains(text),
+            "expected `{text}` in the output: {self:#?}"
+        );
+        self
+    }
+
+    /// The columns of the table row that starts with `label`, split on runs of 3+ spaces.
+    #[track_caller]
+    fn row(&self, label: &str) -> Vec<String> {
+        let line = self
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(label))
+            .unwrap_or_else(|| panic!("no row `{label}`: {self:#?}"));
+        line.split("   ")
+            .map(str::trim)
+            .filter(|cell| !cell.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Runs example `name` with `args`; kills it if it outlives [`LIMIT`].
+fn run(name: &str, args: &[&str]) -> Ran {
+    let started = Instant::now();
+    let mut child = Command::new(example(name))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot start example {name}: {err}"));
+    // Drain both pipes on their own threads, so a chatty example never blocks on a full pipe.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr is piped")));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("example {name} still ran after {LIMIT:?}; killed it");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    Ran {
+        status,
+        stdout: stdout.join().expect("the stdout reader does not panic"),
+        stderr: stderr.join().expect("the stderr reader does not panic"),
+        took: started.elapsed(),
+    }
+}
+
+#[test]
+fn dropped_future_stops_the_native_loop() {
+    run("dropped_future", &[])
+        .assert_success()
+        .assert_prints("native closures still running: 0");
+}
+
+#[test]
+fn sandbox_returns_a_partial_result_that_says_why() {
+    run("sandbox", &[])
+        .assert_success()
+        .assert_prints("finished with 5000050000")
+        .assert_prints("cancelled (the deadline passed) after");
+}
+
+#[test]
+fn http_disconnect_stops_the_job_when_the_client_hangs_up() {
+    run("http_disconnect", &[])
+        .assert_success()
+        .assert_prints("got `HTTP/1.1 200 OK`: rendered 20 slices")
+        .assert_prints("its token said: the awaiting future was dropped")
+        .assert_prints("no native job is left running");
+}
+
+#[cfg(unix)]
+#[test]
+fn subprocess_terminates_kills_and_reaps_the_child() {
+    run("subprocess", &[])
+        .assert_success()
+        .assert_prints("polite: pid")
+        .assert_prints("exited on SIGTERM")
+        .assert_prints("ignored SIGTERM, got SIGKILL after the grace period")
+        .assert_prints("no zombie");
+}
+
+#[test]
+fn select_and_timeout_tell_dropped_from_timeout() {
+    run("select_and_timeout", &[])
+        .assert_success()
+        .assert_prints("quick returned after 20 rounds: ran to the end")
+        .assert_prints("thorough returned after")
+        .assert_prints("the caller got Err(Cancelled(Timeout))");
+}
+
+#[test]
+fn interruptible_sleep_wakes_on_cancel() {
+    let ran = run("interruptible_sleep", &[]);
+    ran.assert_success()
+        .assert_prints("sleeping with wait_timeout");
+}
+
+#[test]
+fn callback_bridge_calls_the_engines_cancel_on_drop() {
+    run("callback_bridge", &[])
+        .assert_success()
+        .assert_prints("still runs 1 query")
+        .assert_prints("the engine stopped it");
+}
+
+#[test]
+fn scoped_shutdown_reports_the_stuck_job_by_name() {
+    run("scoped_shutdown", &[])
+        .assert_success()
+        .assert_prints("9 job(s) cancelled, 8 returned")
+        .assert_prints("\"legacy-import\"")
+        .assert_prints("jobs left in the scope: 0");
+}
+
+#[test]
+fn each_adapter_example_times_out_its_job() {
+    for (name, runtime) in [
+        ("tokio_adapter", "tokio"),
+        ("smol_adapter", "smol"),
+        ("async_std_adapter", "async-std"),
+    ] {
+        run(name, &[]).assert_success().assert_prints(&format!(
+            "{runtime}: timed out; the closure was told: the deadline passed"
+        ));
+    }
+}
+
+#[test]
+fn leak_demo_shows_the_naive_leak_and_the_tethered_cure() {
+    let dir = std::env::temp_dir().join(format!("tethered-leak-demo-{}", std::process::id()));
+    let chart = dir.join("chart.svg");
+    let ran = run(
+        "leak_demo",
+        &[
+            "--jobs",
+            "6",
+            "--pool",
+            "2",
+            "--timeout=50ms",
+            "--observe",
+            "300ms",
+            "--out",
+            chart.to_str().expect("a UTF-8 temp path"),
+        ],
+    );
+    ran.assert_success();
+    // The naive closures hold both pool threads and the rest wait behind them; the tethered
+    // ones returned, and the queued ones were skipped.
+    assert_eq!(ran.row("jobs timed out")[1..], ["6 of 6", "6 of 6"]);
+    assert_eq!(
+        ran.row("blocking-pool slots held")[1..],
+        ["2 of 2", "0 of 2"]
+    );
+    assert_eq!(ran.row("closures still running")[1..], ["2", "0"]);
+    assert_eq!(ran.row("queued jobs still to run")[1], "4");
+    assert!(ran.row("a fresh job waits")[1].contains("still waiting"));
+    assert!(ran.row("runtime shutdown_timeout")[2].starts_with("returned in"));
+    let svg = std::fs::read_to_string(&chart).expect("the chart was written");
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.contains("naive: 2 running") && svg.contains("tethered: 0 running"));
+    let _ = std::fs::remove_dir_all(&dir);
+    // It ends by itself, leaked threads and all: exit() after the report.
+    assert!(ran.took < Duration::from_secs(10), "{ran:#?}");
+}
+
+#[test]
+fn leak_demo_explains_its_options() {
+    run("leak_demo", &["--help"])
+        .assert_success()
+        .assert_prints("Usage: cargo run --release --example leak_demo")
+        .assert_prints("--jobs <N>")
+        .assert_prints("--out <PATH>");
+}
+
+#[test]
+fn leak_demo_rejects_bad_arguments_with_a_message_and_exit_code_2() {
+    for (args, message) in [
+        (
+            &["--jobs", "many"][..],
+            "--jobs takes a whole number from 1 to 100000, not 'many'",
+        ),
+        (
+            &["--pool", "0"][..],
+            "--pool takes a whole number from 1 to 64, not '0'",
+        ),
+        (
+            &["--timeout", "300"][..],
+            "--timeout takes a time from 1ms to 60s",
+        ),
+        (&["--out"][..], "--out needs a value"),
+        (&["--frobnicate"][..], "unknown argument '--frobnicate'"),
+    ] {
+        let ran = run("leak_demo", args);
+        assert_eq!(ran.status.code(), Some(2), "{args:?}: {ran:#?}");
+        assert!(ran.stderr.contains(message), "{args:?}: {ran:#?}");
+        assert!(ran.stderr.contains("--help"), "{args:?}: {ran:#?}");
+        assert!(ran.stdout.is_empty(), "{args:?}: {ran:#?}");
+    }
+}

@@ -10,22 +10,25 @@
 //! use std::time::Duration;
 //! use tethered::{AbortableNative, CancelReason};
 //!
-//! // A long computation on a native thread, checking its token as it goes.
-//! let job = AbortableNative::spawn(|token| {
-//!     let mut steps = 0u64;
-//!     while !token.is_cancelled() {
-//!         steps += 1;
-//!     }
-//!     (steps, token.reason())
-//! });
-//! let token = job.token();
-//!
-//! // The awaiting side gives up: a timeout, a lost select, a disconnect. It drops the handle...
-//! drop(job);
-//!
-//! // ...and the native code hears it, with the reason.
-//! assert_eq!(token.wait_timeout(Duration::from_secs(10)), Some(CancelReason::Dropped));
+//! #[tokio::main]
+//! async fn main() {
+//!     let job = AbortableNative::spawn(|token| {
+//!         let mut steps = 0u64;
+//!         while !token.is_cancelled() { // one atomic load
+//!             steps += 1; // a step of an interpreter, a solver, a render...
+//!         }
+//!         steps
+//!     });
+//!     let token = job.token();
+//!     // The timeout drops `job`, and the drop reaches the native loop.
+//!     assert!(tokio::time::timeout(Duration::from_millis(50), job).await.is_err());
+//!     assert_eq!(token.cancelled().await, CancelReason::Dropped);
+//! }
 //! ```
+//!
+//! [`AbortableNative::spawn`] starts a thread per job. On a runtime's blocking pool, use an
+//! adapter crate's `spawn_native` and `timeout`: `tethered-tokio`, `tethered-smol`,
+//! `tethered-async-std`. The crate works on any executor (its futures need no reactor or timer).
 //!
 //! # The pieces
 //!

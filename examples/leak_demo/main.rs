@@ -17,10 +17,10 @@
 mod args;
 mod chart;
 mod cpu;
+mod report;
 mod vm;
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use tethered::{CancelReason, NativeError};
 
 use crate::args::{Command, Options};
-use crate::chart::{Chart, Series};
 use crate::cpu::ThreadTimes;
+use crate::report::{default_chart_path, explain, print_table, relative, show, write_chart};
 
 /// How long `Runtime::shutdown_timeout` may wait for the blocking pool at the end of a run.
 const SHUTDOWN_LIMIT: Duration = Duration::from_millis(250);
@@ -50,8 +50,8 @@ fn main() {
         }
     };
     println!(
-        "{} sandbox jobs, each running an endless script behind a {} timeout, on a tokio runtime \
-         whose blocking pool has {} threads; watched for {} after the timeouts.\n",
+        "{} sandbox jobs, each running an endless script behind a {} timeout,\n\
+         on a tokio runtime whose blocking pool has {} threads; watched for {} after the timeouts.\n",
         options.jobs,
         show(options.timeout),
         options.pool,
@@ -92,11 +92,11 @@ fn main() {
         code = 1;
     }
     println!(
-        "\nThe {} naive closure(s) spin on as you read this; nothing in the program can stop them,\n\
-         and they would keep it alive: the demo ends the process with std::process::exit.",
+        "\nThe {} naive closure(s) spin on as you read this, and nothing in the program can stop \
+         them.\nDropping their runtime would wait for them forever; the demo gave up on them with\n\
+         shutdown_timeout, and ends the process, and them, with std::process::exit.",
         naive.still_running_at_exit()
     );
-    // Returning from `main` would not end the process while they run: exit instead.
     std::process::exit(code);
 }
 
@@ -390,187 +390,5 @@ impl Sampler {
     fn finish(self) -> Vec<(Duration, usize)> {
         self.done.store(true, Ordering::Relaxed);
         self.thread.join().unwrap_or_default()
-    }
-}
-
-fn print_table(options: &Options, naive: &Run, tethered: &Run) {
-    let observe = show(options.observe);
-    let row = |label: &str, value: &dyn Fn(&Run) -> String| {
-        [label.to_owned(), value(naive), value(tethered)]
-    };
-    let rows = [
-        [String::new(), "naive".to_owned(), "tethered".to_owned()],
-        [
-            String::new(),
-            "spawn_blocking + flag".to_owned(),
-            "spawn_native + timeout".to_owned(),
-        ],
-        row("jobs timed out", &|r| {
-            format!("{} of {}", r.observed.timed_out, options.jobs)
-        }),
-        row(&format!("closures still running {observe} later"), &|r| {
-            r.observed.running_after.to_string()
-        }),
-        row(
-            "last closure returned",
-            &|r| match r.all_returned_after_timeouts() {
-                Some(after) => format!("{} after the first timeout", show(after)),
-                None => "not yet".to_owned(),
-            },
-        ),
-        row(
-            "CPU burnt after the timeouts",
-            &|r| match r.observed.cpu_after_timeouts {
-                Some(cpu) => format!("{:.2} s in {observe}", cpu.as_secs_f64()),
-                None => "n/a (no /proc)".to_owned(),
-            },
-        ),
-        row("blocking-pool slots held", &|r| {
-            format!("{} of {}", r.observed.running_after, options.pool)
-        }),
-        row(
-            "queued jobs still to run",
-            &|r| match r.observed.queued_after {
-                Some(queued) => format!("{queued} ({} skipped unrun)", r.never_started()),
-                None => r.never_started().to_string(),
-            },
-        ),
-        row(
-            "a fresh job waits for a thread",
-            &|r| match r.observed.fresh_wait {
-                Some(waited) => show(waited),
-                None => format!("> {observe} (still waiting)"),
-            },
-        ),
-        row(
-            &format!("runtime shutdown_timeout({})", show(SHUTDOWN_LIMIT)),
-            &|r| {
-                if r.shutdown >= SHUTDOWN_LIMIT {
-                    format!(
-                        "gave up after {}; {} closures run on",
-                        show(r.shutdown),
-                        r.still_running_at_exit()
-                    )
-                } else {
-                    format!("returned in {}", show(r.shutdown))
-                }
-            },
-        ),
-    ];
-    let width = |column: usize| rows.iter().map(|r| r[column].len()).max().unwrap_or(0);
-    let (first, second) = (width(0), width(1));
-    for [label, naive, tethered] in &rows {
-        println!("{label:<first$}   {naive:<second$}   {tethered}");
-    }
-}
-
-fn explain(naive: &Run, tethered: &Run) {
-    println!(
-        "naive:    the timeouts dropped the futures, and nothing told the closures: {} spin on,\n          \
-         holding {} of the pool's threads.",
-        naive.observed.running_after, naive.observed.running_after,
-    );
-    if naive.never_started() > 0 {
-        println!(
-            "          The {} queued job(s) will run, and spin, whenever a thread frees up.",
-            naive.never_started()
-        );
-    }
-    if naive.still_running_at_exit() > naive.observed.running_after {
-        println!(
-            "          The shutdown started {} more: tokio's worker thread is a pool thread too, \
-             and once\n          it stopped it took a queued job.",
-            naive.still_running_at_exit() - naive.observed.running_after
-        );
-    }
-    println!(
-        "tethered: each timeout cancelled its job's token with `Timeout`: the running scripts saw it\n          \
-         within {} instructions and returned, and the {} queued job(s) were skipped unrun.",
-        vm::CHECK_EVERY,
-        tethered.never_started()
-    );
-}
-
-fn write_chart(out: &Path, options: &Options, naive: &Run, tethered: &Run) -> std::io::Result<()> {
-    // Each run on its own clock, 0 where its first timeout fired.
-    let since_timeout = |run: &Run| -> Vec<(f64, usize)> {
-        let fired = run
-            .tally
-            .first_timeout()
-            .unwrap_or(options.timeout)
-            .as_secs_f64();
-        let samples = run.samples.iter();
-        samples
-            .map(|&(at, n)| (at.as_secs_f64() - fired, n))
-            .collect()
-    };
-    let (naive_samples, tethered_samples) = (since_timeout(naive), since_timeout(tethered));
-    let chart = Chart {
-        title: "Closures still running after their timeouts".to_owned(),
-        subtitle: format!(
-            "{} sandbox jobs, {} timeout, tokio blocking pool of {} threads",
-            options.jobs,
-            show(options.timeout),
-            options.pool
-        ),
-        series: [(naive, &naive_samples), (tethered, &tethered_samples)]
-            .into_iter()
-            .map(|(run, samples)| Series {
-                label: run.way.name(),
-                detail: match run.way {
-                    Way::Naive => "spawn_blocking + stop flag",
-                    Way::Tethered => "spawn_native + timeout",
-                },
-                color: match run.way {
-                    Way::Naive => "#d62728",
-                    Way::Tethered => "#1f77b4",
-                },
-                width: match run.way {
-                    Way::Naive => 6.0,
-                    Way::Tethered => 2.5,
-                },
-                samples,
-            })
-            .collect(),
-    };
-    if let Some(dir) = out.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(out, chart.to_svg())
-}
-
-/// `<target>/leak_demo.svg`, for a binary at `<target>/<profile>/examples/leak_demo`; else the
-/// current directory.
-fn default_chart_path() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            let examples = exe.parent()?;
-            (examples.file_name()? == "examples")
-                .then(|| examples.parent()?.parent())
-                .flatten()
-                .map(|target| target.join("leak_demo.svg"))
-        })
-        .unwrap_or_else(|| PathBuf::from("leak_demo.svg"))
-}
-
-/// `path` relative to the current directory, where it is inside it.
-fn relative(path: &Path) -> PathBuf {
-    std::env::current_dir()
-        .ok()
-        .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
-        .unwrap_or_else(|| path.to_path_buf())
-}
-
-/// A duration for people: `0.35 ms`, `12 ms`, `1.5 s`.
-fn show(duration: Duration) -> String {
-    let ms = duration.as_secs_f64() * 1000.0;
-    if ms < 10.0 {
-        format!("{ms:.2} ms")
-    } else if ms < 1000.0 {
-        format!("{ms:.0} ms")
-    } else {
-        let text = format!("{:.2}", ms / 1000.0);
-        format!("{} s", text.trim_end_matches('0').trim_end_matches('.'))
     }
 }

@@ -3,12 +3,12 @@
 
 mod common;
 
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
 
-use common::{CANCEL_TO_RETURN, Probe, RELEASE, runtime, spin_until};
+use common::{RELEASE, RUNTIME, runtime, wait_until_async};
 use tethered::{AbortableNative, CancelReason, CancelSource};
+use tethered_test_support::{Probe, RETURN_BOUND, report, spin_until};
 use tethered_tokio::{TokioSpawner, cancel_source_from, link};
 use tokio_util::sync::CancellationToken;
 
@@ -19,21 +19,11 @@ use tokio_util::sync::CancellationToken;
 /// because tokio's `Notify` wakes waiters after releasing its locks; should that change, these
 /// tests fail with a deadlock message instead of hanging.
 fn bounded(body: impl FnOnce() + Send + 'static) {
-    let (done_tx, done) = mpsc::channel();
-    let worker = thread::spawn(move || {
-        body();
-        let _ = done_tx.send(());
-    });
-    match done.recv_timeout(RELEASE) {
-        Ok(()) => worker.join().expect("the test body finished"),
-        Err(RecvTimeoutError::Disconnected) => match worker.join() {
-            Err(panic) => std::panic::resume_unwind(panic),
-            Ok(()) => unreachable!("the body sends before it returns"),
-        },
-        Err(RecvTimeoutError::Timeout) => {
-            panic!("deadlock: the test body did not finish within {RELEASE:?}")
-        }
-    }
+    tethered_test_support::bounded(
+        "a link test (deadlock between crossing cancels?)",
+        RELEASE,
+        body,
+    );
 }
 
 #[test]
@@ -69,7 +59,7 @@ fn cancelling_a_parent_token_from_another_thread_reaches_the_source() {
         let _link = link(&source, &parent.child_token());
         let canceller = thread::spawn(move || parent.cancel());
         assert_eq!(
-            source.token().wait_timeout(CANCEL_TO_RETURN),
+            source.token().wait_timeout(RETURN_BOUND),
             Some(CancelReason::Requested)
         );
         canceller.join().unwrap();
@@ -160,15 +150,18 @@ fn a_cancellation_token_stops_a_native_job_on_tokio() {
                     },
                 )
                 .expect("spawn on a running runtime");
-                assert!(probe.started_within(CANCEL_TO_RETURN).await);
+                assert!(wait_until_async(RETURN_BOUND, || probe.started()).await);
                 probe.mark_cancel(std::time::Instant::now());
                 shutdown.cancel();
                 job.await
             }
         });
         assert_eq!(result.unwrap(), Some(CancelReason::Requested));
-        let took = probe.assert_returned_in_time("tokio-util link");
-        common::report("CancellationToken -> native job", &mut [took]);
+        report(
+            RUNTIME,
+            "CancellationToken -> native job",
+            [probe.cancel_to_return()],
+        );
     });
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::runtime;
+use common::{RUNTIME, runtime};
 use tethered::{AbortableNative, CancelReason, NativeError, SpawnError};
 use tethered_tokio::TokioSpawner;
 
@@ -205,7 +205,7 @@ fn a_job_spawned_while_the_runtime_shuts_down_is_refused_or_finishes() {
                     matches!(err, SpawnError::Shutdown { .. }),
                     "{flavor}: {err:?}"
                 );
-                eprintln!("[tethered-tokio] spawn during {flavor} shutdown: refused ({err})");
+                eprintln!("[{RUNTIME}] spawn during {flavor} shutdown: refused ({err})");
             }
             Ok(job) => {
                 assert!(
@@ -220,7 +220,7 @@ fn a_job_spawned_while_the_runtime_shuts_down_is_refused_or_finishes() {
                     ),
                     "{flavor}: {result:?}"
                 );
-                eprintln!("[tethered-tokio] spawn during {flavor} shutdown: accepted, {result:?}");
+                eprintln!("[{RUNTIME}] spawn during {flavor} shutdown: accepted, {result:?}");
             }
         }
     }

@@ -11,10 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{
-    CANCEL_TO_RETURN, NAIVE_WATCH, Probe, RELEASE, StopFlag, exclusive, report, slices_until,
-    wait_until_async,
-};
+use common::{RELEASE, RUNTIME, exclusive, wait_until_async};
+use tethered_test_support::{Naive, Probe, RETURN_BOUND, report};
 use tokio::runtime::Runtime;
 
 const POOL: usize = 4;
@@ -33,37 +31,34 @@ fn small_pool_runtime() -> Runtime {
         .expect("build a tokio runtime")
 }
 
-/// How many closures have started, and how many jobs have been handed to the pool.
-fn counts(probes: &[Probe], queued: &AtomicUsize) -> (usize, usize) {
-    let started = probes.iter().filter(|probe| probe.started()).count();
-    (started, queued.load(Ordering::SeqCst))
-}
-
 #[test]
 fn cancelled_jobs_free_a_pool_of_4_for_a_fresh_job_within_1s() {
     let _serial = exclusive();
     let runtime = small_pool_runtime();
     let probes: Vec<Probe> = (0..JOBS).map(|_| Probe::new()).collect();
     let queued = Arc::new(AtomicUsize::new(0));
-    let (fresh_latency, mut times) = runtime.block_on(async {
+    // How many closures have started, and how many jobs have been handed to the pool.
+    let counts = || {
+        let started = probes.iter().filter(|probe| probe.started()).count();
+        (started, queued.load(Ordering::SeqCst))
+    };
+    let (fresh_latency, times) = runtime.block_on(async {
         let tasks: Vec<_> = probes
             .iter()
             .map(|probe| {
-                let probe = probe.clone();
+                let job = probe.stepping_job();
                 let queued = queued.clone();
                 tokio::spawn(async move {
-                    let job = tethered_tokio::spawn_native(move |token| {
-                        probe.run_tethered(&token, || slices_until(|| token.is_cancelled()))
-                    });
+                    let job = tethered_tokio::spawn_native(job);
                     queued.fetch_add(1, Ordering::SeqCst);
                     job.await
                 })
             })
             .collect();
         assert!(
-            wait_until_async(ALL_QUEUED, || counts(&probes, &queued) == (POOL, JOBS)).await,
+            wait_until_async(ALL_QUEUED, || counts() == (POOL, JOBS)).await,
             "expected {POOL} running and {JOBS} queued, got {:?}",
-            counts(&probes, &queued)
+            counts()
         );
 
         let cancelled_at = Instant::now();
@@ -72,7 +67,7 @@ fn cancelled_jobs_free_a_pool_of_4_for_a_fresh_job_within_1s() {
             task.abort();
         }
         let fresh = tethered_tokio::spawn_native(|_token| Instant::now());
-        let ran_at = tokio::time::timeout(CANCEL_TO_RETURN, fresh)
+        let ran_at = tokio::time::timeout(RETURN_BOUND, fresh)
             .await
             .expect("the fresh job got no thread within 1 s")
             .expect("the fresh job ran");
@@ -82,7 +77,7 @@ fn cancelled_jobs_free_a_pool_of_4_for_a_fresh_job_within_1s() {
         let times: Vec<Duration> = probes
             .iter()
             .filter(|probe| probe.started())
-            .map(|probe| probe.assert_returned_in_time("pool exhaustion"))
+            .map(Probe::cancel_to_return)
             .collect();
         (ran_at - cancelled_at, times)
     });
@@ -91,11 +86,11 @@ fn cancelled_jobs_free_a_pool_of_4_for_a_fresh_job_within_1s() {
     // start on a freed thread, and then returns at once. Most never run their closure.
     let never_ran = probes.iter().filter(|probe| !probe.started()).count();
     eprintln!(
-        "[tethered-tokio] pool exhaustion: fresh job ran {fresh_latency:?} after {JOBS} jobs \
+        "[{RUNTIME}] pool exhaustion: fresh job ran {fresh_latency:?} after {JOBS} jobs \
          were cancelled; {never_ran} of the {} queued jobs never ran their closure",
         JOBS - POOL
     );
-    report("pool exhaustion (every closure that ran)", &mut times);
+    report(RUNTIME, "pool exhaustion (every closure that ran)", times);
     // The other test of this binary is naive: no tethered job of another test is in flight.
     tethered::testing::assert_all_returned(RELEASE);
 }
@@ -104,38 +99,36 @@ fn cancelled_jobs_free_a_pool_of_4_for_a_fresh_job_within_1s() {
 fn naive_spawn_blocking_starves_a_fresh_job_until_released() {
     let _serial = exclusive();
     let runtime = small_pool_runtime();
-    let stop = StopFlag::new();
-    let probes: Vec<Probe> = (0..JOBS).map(|_| Probe::new()).collect();
+    let naive = Naive::new();
     let queued = Arc::new(AtomicUsize::new(0));
+    let counts = || (naive.started(), queued.load(Ordering::SeqCst));
     runtime.block_on(async {
-        let tasks: Vec<_> = probes
-            .iter()
-            .map(|probe| {
-                let probe = probe.clone();
+        let tasks: Vec<_> = (0..JOBS)
+            .map(|_| {
+                let job = naive.stepping_job();
                 let queued = queued.clone();
-                let stop = stop.signal();
                 tokio::spawn(async move {
-                    let naive = tokio::task::spawn_blocking(move || {
-                        probe.run_naive(|| slices_until(|| stop.is_set()))
-                    });
+                    let naive = tokio::task::spawn_blocking(job);
                     queued.fetch_add(1, Ordering::SeqCst);
                     naive.await
                 })
             })
             .collect();
         assert!(
-            wait_until_async(ALL_QUEUED, || counts(&probes, &queued) == (POOL, JOBS)).await,
+            wait_until_async(ALL_QUEUED, || counts() == (POOL, JOBS)).await,
             "expected {POOL} running and {JOBS} queued, got {:?}",
-            counts(&probes, &queued)
+            counts()
         );
         for task in &tasks {
             task.abort();
         }
 
         let mut fresh = tokio::task::spawn_blocking(Instant::now);
-        let starved = tokio::time::timeout(NAIVE_WATCH, &mut fresh).await.is_err();
-        let (started, _) = counts(&probes, &queued);
-        stop.set();
+        let starved = tokio::time::timeout(RETURN_BOUND, &mut fresh)
+            .await
+            .is_err();
+        let (started, _) = counts();
+        naive.stop();
         assert!(starved, "the fresh job got a thread: no leak shown");
         assert_eq!(
             started, POOL,
@@ -151,5 +144,5 @@ fn naive_spawn_blocking_starves_a_fresh_job_until_released() {
         }
     });
     // Aborting their tasks did not keep the 196 queued naive closures from running later.
-    assert!(probes.iter().all(Probe::started));
+    assert_eq!(naive.started(), JOBS);
 }

@@ -8,15 +8,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{
-    NAIVE_WATCH, Probe, RELEASE, StopFlag, drop_watched, exclusive, report, runtime, slices_until,
-    wait_until,
-};
+use common::{RELEASE, RUNTIME, drop_watched, exclusive, runtime};
 use tethered::CancelReason;
+use tethered_test_support::{Naive, Probe, RETURN_BOUND, report, wait_until};
 
 const JOBS: usize = 50;
 
-/// Every closure returns within [`CANCEL_TO_RETURN`]; tokio then joins its threads. One more
+/// Every closure returns within [`RETURN_BOUND`]; tokio then joins its threads. One more
 /// second for that is generous, and far from "hangs".
 const RUNTIME_DROP: Duration = Duration::from_secs(2);
 
@@ -29,13 +27,8 @@ fn dropping_the_runtime_stops_50_closures_within_1s_and_the_drop_returns() {
     let runtime = runtime();
     let probes: Vec<Probe> = (0..JOBS).map(|_| Probe::new()).collect();
     for probe in &probes {
-        let probe = probe.clone();
-        runtime.spawn(async move {
-            tethered_tokio::spawn_native(move |token| {
-                probe.run_tethered(&token, || slices_until(|| token.is_cancelled()))
-            })
-            .await
-        });
+        let job = probe.stepping_job();
+        runtime.spawn(async move { tethered_tokio::spawn_native(job).await });
     }
     assert!(
         wait_until(ALL_STARTED, || probes.iter().all(Probe::started)),
@@ -46,59 +39,55 @@ fn dropping_the_runtime_stops_50_closures_within_1s_and_the_drop_returns() {
     for probe in &probes {
         probe.mark_cancel(dropped_at);
     }
-    let (took, runtime_drop) = drop_watched(runtime, RUNTIME_DROP);
+    let mut dropping = drop_watched(runtime);
+    let took = dropping.wait(RUNTIME_DROP);
     assert!(
-        runtime_drop.finish_within(RELEASE),
+        took.is_some() || dropping.wait(RELEASE).is_some(),
         "the runtime drop never returned"
     );
     let took = took.unwrap_or_else(|| panic!("the runtime drop took more than {RUNTIME_DROP:?}"));
-    eprintln!("[tethered-tokio] shutdown: Runtime drop with {JOBS} tethered jobs took {took:?}");
+    eprintln!("[{RUNTIME}] shutdown: Runtime drop with {JOBS} tethered jobs took {took:?}");
 
-    let mut times: Vec<Duration> = probes
-        .iter()
-        .map(|probe| probe.assert_returned_in_time("shutdown"))
-        .collect();
+    report(
+        RUNTIME,
+        "shutdown (Runtime drop, 50 jobs)",
+        probes.iter().map(Probe::cancel_to_return),
+    );
     assert!(
         probes
             .iter()
             .all(|probe| probe.reason() == Some(CancelReason::Dropped))
     );
-    report("shutdown (Runtime drop, 50 jobs)", &mut times);
 }
 
 #[test]
 fn naive_spawn_blocking_hangs_the_runtime_drop_until_released() {
     let _serial = exclusive();
     let runtime = runtime();
-    let stop = StopFlag::new();
-    let probes: Vec<Probe> = (0..JOBS).map(|_| Probe::new()).collect();
-    for probe in &probes {
-        let probe = probe.clone();
-        let stop = stop.signal();
-        runtime.spawn(async move {
-            tokio::task::spawn_blocking(move || probe.run_naive(|| slices_until(|| stop.is_set())))
-                .await
-        });
+    let naive = Naive::new();
+    for _ in 0..JOBS {
+        let job = naive.stepping_job();
+        runtime.spawn(async move { tokio::task::spawn_blocking(job).await });
     }
     assert!(
-        wait_until(ALL_STARTED, || probes.iter().all(Probe::started)),
+        wait_until(ALL_STARTED, || naive.started() == JOBS),
         "not all {JOBS} naive closures started"
     );
 
-    let (took, runtime_drop) = drop_watched(runtime, NAIVE_WATCH);
-    // Look first, then set the flag before asserting, so that a failure here does not leave
-    // the drop hanging.
-    let hung = took.is_none();
-    let still_running = probes.iter().filter(|probe| !probe.returned()).count();
-    stop.set();
+    let mut dropping = drop_watched(runtime);
+    let took = dropping.wait(RETURN_BOUND);
+    // Look first, then stop the closures before asserting, so that a failure here does not
+    // leave the drop hanging.
+    let still_running = naive.running();
+    naive.stop();
     assert!(
-        hung,
+        took.is_none(),
         "the runtime drop returned in {took:?} with {JOBS} naive closures running: no leak shown"
     );
     assert_eq!(still_running, JOBS, "naive closures stopped by themselves");
     assert!(
-        runtime_drop.finish_within(RELEASE),
+        dropping.wait(RELEASE).is_some(),
         "the runtime drop did not return even after the naive closures were released"
     );
-    assert!(probes.iter().all(Probe::returned));
+    assert_eq!(naive.running(), 0);
 }

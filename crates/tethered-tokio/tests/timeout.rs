@@ -4,42 +4,33 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Probe, StopFlag, exclusive, report, runtime, spin_until};
+use common::{
+    RUNTIME, assert_naive_job_leaks, assert_tethered_job_returns, exclusive, runtime,
+    wait_until_async,
+};
 use tethered::{CancelReason, NativeError};
+use tethered_test_support::{Naive, RETURN_BOUND};
 
 const DEADLINE: Duration = Duration::from_millis(100);
 
 #[test]
 fn timeout_stops_a_spinning_closure_within_1s_with_reason_timeout() {
-    let _serial = exclusive();
-    let runtime = runtime();
-    let probe = Probe::new();
-    let result = runtime.block_on({
-        let probe = probe.clone();
-        async move {
-            let job = tethered_tokio::spawn_native({
-                let probe = probe.clone();
-                move |token| probe.run_tethered(&token, || spin_until(|| token.is_cancelled()))
-            });
+    let probe = assert_tethered_job_returns(
+        "timeout (from the timer's deadline: an upper bound)",
+        CancelReason::Timeout,
+        async |job, probe| {
             // The timer cannot fire before this: the measured time is an upper bound.
             probe.mark_cancel(Instant::now() + DEADLINE);
-            tethered_tokio::timeout(DEADLINE, job).await
-        }
-    });
-
-    assert!(
-        matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))),
-        "{result:?}"
+            let result = tethered_tokio::timeout(DEADLINE, job).await;
+            assert!(
+                matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))),
+                "{result:?}"
+            );
+        },
     );
-    let took = probe.assert_returned_in_time("timeout");
-    assert_eq!(probe.reason(), Some(CancelReason::Timeout));
-    report(
-        "timeout (from the timer's deadline: an upper bound)",
-        &mut [took],
-    );
-    let from_callback = probe.callback_to_return().expect("the cancel callback ran");
     eprintln!(
-        "[tethered-tokio] timeout: from the cancel callback to the return: {from_callback:?}"
+        "[{RUNTIME}] timeout: from the cancel callback to the return: {:?}",
+        probe.callback_to_return()
     );
 }
 
@@ -47,30 +38,25 @@ fn timeout_stops_a_spinning_closure_within_1s_with_reason_timeout() {
 fn timeout_resolves_at_once_without_waiting_for_the_closure() {
     let _serial = exclusive();
     let runtime = runtime();
-    let probe = Probe::new();
-    let release = StopFlag::new();
-    let result = runtime.block_on({
-        let probe = probe.clone();
-        let release = release.signal();
-        async move {
-            // A closure that ignores its token until released.
-            let job = tethered_tokio::spawn_native(move |token| {
-                probe.run_tethered(&token, || spin_until(|| release.is_set()))
-            });
-            tethered_tokio::timeout(DEADLINE, job).await
-        }
+    let naive = Naive::new();
+    let stubborn = naive.spinning_job();
+    let result = runtime.block_on(async {
+        // A closure that ignores its token until released.
+        let job = tethered_tokio::spawn_native(move |_token| stubborn());
+        assert!(wait_until_async(RETURN_BOUND, || naive.started() == 1).await);
+        tethered_tokio::timeout(DEADLINE, job).await
     });
 
     assert!(matches!(
         result,
         Err(NativeError::Cancelled(CancelReason::Timeout))
     ));
-    assert!(
-        !probe.returned(),
+    assert_eq!(
+        naive.running(),
+        1,
         "timeout waited for the closure to return"
     );
-    release.set();
-    assert!(probe.wait_returned(common::RELEASE));
+    naive.release();
 }
 
 #[test]
@@ -85,26 +71,10 @@ fn timeout_returns_the_result_of_a_job_that_finishes_first() {
 
 #[test]
 fn naive_spawn_blocking_keeps_spinning_after_tokio_timeout() {
-    let _serial = exclusive();
-    let runtime = runtime();
-    let stop = StopFlag::new();
-    let probe = Probe::new();
-    let result = runtime.block_on({
-        let probe = probe.clone();
-        let stop = stop.signal();
-        async move {
-            let naive = tokio::task::spawn_blocking(move || {
-                probe.run_naive(|| spin_until(|| stop.is_set()))
-            });
-            tokio::time::timeout(DEADLINE, naive).await
-        }
+    assert_naive_job_leaks("timeout", async |task| {
+        let result = tokio::time::timeout(DEADLINE, task).await;
+        assert!(result.is_err(), "the naive job cannot finish by itself");
     });
-    assert!(result.is_err(), "the naive job cannot finish by itself");
-
-    probe.assert_still_running_after_watch("naive timeout");
-
-    stop.set();
-    assert!(probe.wait_returned(common::RELEASE));
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tethered::{NativeJob, NativeScope};
 
 const WORKERS: usize = 8;
-const GRACE: Duration = Duration::from_millis(200);
+const GRACE: Duration = Duration::from_millis(500);
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -23,13 +23,43 @@ fn example(name: &str) -> PathBuf {
     let path = profile_dir
         .join("examples")
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds the examples first; after `cargo test --test \
-         examples` alone, run `cargo build --examples` and try again",
-        path.display()
-    );
+    // `cargo test` builds the examples; `cargo test --test examples` alone does not, and would
+    // run whatever binaries an earlier build left.
+    let built = std::fs::metadata(&path).and_then(|meta| meta.modified());
+    let Ok(built) = built else {
+        panic!(
+            "{} is missing: run `cargo build --examples` (or all of `cargo test`) first",
+            path.display()
+        );
+    };
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let single_file = examples.join(format!("{name}.rs"));
+    let sources = match single_file.exists() {
+        true => single_file,
+        false => examples.join(name),
+    };
+    if let Some(edited) = newest_change(&sources).filter(|&edited| edited > built) {
+        panic!(
+            "{} is older than its source ({:?} newer): run `cargo build --examples` (or all \
+             of `cargo test`) first",
+            path.display(),
+            edited.duration_since(built).unwrap_or_default()
+        );
+    }
     path
+}
+
+/// When `path`, or a file under it, last changed.
+fn newest_change(path: &Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_dir() {
+        return meta.modified().ok();
+    }
+    std::fs::read_dir(path)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| newest_change(&entry.path()))
+        .max()
 }
 
 /// What an example did.
@@ -123,7 +153,7 @@ fn dropped_future_stops_the_native_loop() {
 fn sandbox_returns_a_partial_result_that_says_why() {
     run("sandbox", &[])
         .assert_success()
-        .assert_prints("finished with 5000050000")
+        .assert_prints("finished with 50005000 after")
         .assert_prints("cancelled (the deadline passed) after");
 }
 

@@ -93,3 +93,43 @@ fn guard_dropped_inside_its_own_callback_does_not_deadlock() {
         assert!(slot.lock().unwrap().is_none());
     });
 }
+
+/// With two callbacks, the guard of the first dropped while the cancel runs them: the drop
+/// never returns while the first runs, and is woken when the cancelling thread retires it and
+/// takes out the second in one step; the second runs exactly once either way.
+#[test]
+fn guard_drop_is_woken_when_the_next_callback_takes_over() {
+    model("guard_drop_vs_callback_hand_over", || {
+        let source = CancelSource::new();
+        let first_running = Arc::new(AtomicBool::new(false));
+        let first_done = Arc::new(AtomicBool::new(false));
+        let second_runs = Arc::new(AtomicUsize::new(0));
+        let first = {
+            let running = first_running.clone();
+            let done = first_done.clone();
+            source.token().on_cancel(move |_| {
+                running.store(true, Ordering::SeqCst);
+                thread::yield_now();
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        let second = {
+            let runs = second_runs.clone();
+            source.token().on_cancel(move |_| {
+                runs.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        let canceller = thread::spawn(move || {
+            source.cancel(CancelReason::Requested);
+        });
+        drop(first);
+        assert_eq!(
+            first_running.load(Ordering::SeqCst),
+            first_done.load(Ordering::SeqCst),
+            "drop returned while the first callback was running"
+        );
+        canceller.join().unwrap();
+        assert_eq!(second_runs.load(Ordering::SeqCst), 1);
+        drop(second);
+    });
+}

@@ -13,6 +13,14 @@
 //! 4. Only the thread whose `cancel` won runs callbacks, one at a time, so at most one is running.
 //! 5. No user code (callback, waker, drop of a callback) ever runs while `shared` is locked, so
 //!    user code may call back into any method of the token without deadlocking.
+//! 6. A thread blocks on `changed` only through `TokenState::sleep`: in the critical section
+//!    in which it found what it waits for still false, it adds itself to `sleepers`, and it
+//!    removes itself under the lock once awake. Whoever makes such a condition true (a cancel, a
+//!    callback returning) reads `sleepers` in the critical section that makes it true and
+//!    notifies `changed` only if it is not zero: a sleeper counted then is woken (std's and
+//!    loom's condition variables both release the lock atomically with starting to wait), and
+//!    one not yet counted takes the lock later and finds its condition true. So a cancel that
+//!    nobody waits for in `wait`, `wait_timeout` or a guard drop makes no futex system call.
 //!
 //! # Lock order
 //!
@@ -27,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use crate::reason::CancelReason;
 use crate::stats;
-use crate::sync::{self, AtomicU8, Condvar, Mutex, Ordering, thread};
+use crate::sync::{self, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, thread};
 
 /// `flag`: not cancelled yet.
 const ACTIVE: u8 = 0;
@@ -44,7 +52,8 @@ pub(crate) struct TokenState {
     /// [`ACTIVE`] or [`CANCELLED`]: the one word `is_cancelled` loads.
     flag: AtomicU8,
     shared: Mutex<Shared>,
-    /// Signalled when the token is cancelled and whenever a callback finishes running.
+    /// Signalled when the token is cancelled and whenever a callback finishes running, if
+    /// anyone sleeps on it (invariant 6).
     changed: Condvar,
 }
 
@@ -59,6 +68,8 @@ struct Shared {
     running: Option<(Key, thread::ThreadId)>,
     /// For a child token: the registration on its parent, dropped (unlinked) with this state.
     parent_link: Option<crate::CallbackGuard>,
+    /// Threads blocked on `changed` right now (invariant 6).
+    sleepers: usize,
 }
 
 /// What [`TokenState::register_callback`] did with the callback.
@@ -80,6 +91,7 @@ impl TokenState {
                 wakers: BTreeMap::new(),
                 running: None,
                 parent_link: None,
+                sleepers: 0,
             }),
             changed: Condvar::new(),
         }
@@ -103,7 +115,7 @@ impl TokenState {
 
     /// Cancels with `reason`; returns `true` only for the call that did it.
     pub(crate) fn cancel(&self, reason: CancelReason) -> bool {
-        let wakers = {
+        let (wakers, sleepers, has_callbacks) = {
             let mut shared = sync::lock(&self.shared);
             if shared.reason.is_some() {
                 return false;
@@ -112,35 +124,64 @@ impl TokenState {
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
             self.flag.store(CANCELLED, Ordering::Release);
-            std::mem::take(&mut shared.wakers)
+            let wakers = std::mem::take(&mut shared.wakers);
+            // Invariant 2: no callback can be added from here on, so an empty list stays empty.
+            (wakers, shared.sleepers, !shared.callbacks.is_empty())
         };
-        self.changed.notify_all();
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
         for waker in wakers.into_values() {
             waker.wake();
         }
-        self.run_callbacks(&reason);
+        if has_callbacks {
+            self.run_callbacks(&reason);
+        }
         true
     }
 
     /// Runs the registered callbacks one by one, in registration order, with the lock released
     /// while each runs (invariant 5). A panicking callback is caught and counted; the rest run.
+    ///
+    /// One critical section per callback both retires the one that just returned and takes out
+    /// the next: a guard waiting for the former then sees another key running (or none) and
+    /// returns.
     fn run_callbacks(&self, reason: &CancelReason) {
         let me = thread::current().id();
         loop {
-            let callback = {
+            let (next, sleepers) = {
                 let mut shared = sync::lock(&self.shared);
-                let Some((key, callback)) = shared.callbacks.pop_first() else {
-                    return;
-                };
-                shared.running = Some((key, me));
-                callback
+                let next = shared.callbacks.pop_first();
+                shared.running = next.as_ref().map(|(key, _)| (*key, me));
+                (next, shared.sleepers)
+            };
+            // Wakes guards waiting for the callback that just returned (invariant 6).
+            if sleepers > 0 {
+                self.changed.notify_all();
+            }
+            let Some((_, callback)) = next else {
+                return;
             };
             if catch_unwind(AssertUnwindSafe(|| callback(reason))).is_err() {
                 stats::callback_panicked();
             }
-            sync::lock(&self.shared).running = None;
-            self.changed.notify_all();
         }
+    }
+
+    /// Blocks on `changed` (for at most `timeout`, if given), counted in `sleepers` (invariant
+    /// 6). The caller has just found, under this lock, that what it waits for is still false.
+    fn sleep<'a>(
+        &'a self,
+        mut shared: MutexGuard<'a, Shared>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, Shared> {
+        shared.sleepers += 1;
+        let mut shared = match timeout {
+            Some(timeout) => sync::wait_timeout(&self.changed, shared, timeout),
+            None => sync::wait(&self.changed, shared),
+        };
+        shared.sleepers -= 1;
+        shared
     }
 
     /// Registers `callback`, or runs it right away (before returning) if already cancelled.
@@ -179,7 +220,7 @@ impl TokenState {
             if running != key || on == me {
                 return;
             }
-            shared = sync::wait(&self.changed, shared);
+            shared = self.sleep(shared, None);
         }
     }
 
@@ -231,7 +272,7 @@ impl TokenState {
             if left.is_zero() {
                 return None;
             }
-            shared = sync::wait_timeout(&self.changed, shared, left);
+            shared = self.sleep(shared, Some(left));
         }
     }
 
@@ -242,7 +283,7 @@ impl TokenState {
             if let Some(reason) = &shared.reason {
                 return reason.clone();
             }
-            shared = sync::wait(&self.changed, shared);
+            shared = self.sleep(shared, None);
         }
     }
 

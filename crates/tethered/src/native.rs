@@ -255,7 +255,33 @@ impl<T> AbortableNative<T> {
     /// }
     /// ```
     pub fn cancel_and_join(self) -> CancelAndJoin<T> {
-        self.cancel(CancelReason::Requested);
+        self.cancel_and_join_with(CancelReason::Requested)
+    }
+
+    /// [`cancel_and_join`](Self::cancel_and_join) with a reason of your choosing, e.g.
+    /// [`CancelReason::Timeout`] when a deadline passed and the closure's partial result is
+    /// still wanted.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tethered::{AbortableNative, CancelReason};
+    ///
+    /// let (started_tx, started) = mpsc::channel();
+    /// let job = AbortableNative::spawn(move |token| {
+    ///     started_tx.send(()).unwrap();
+    ///     let mut steps = 0u64;
+    ///     while !token.is_cancelled() {
+    ///         steps += 1;
+    ///     }
+    ///     (steps, token.reason()) // a partial result that says why it stopped
+    /// });
+    /// started.recv().unwrap();
+    /// let (_steps, why) =
+    ///     futures_executor::block_on(job.cancel_and_join_with(CancelReason::Timeout)).unwrap();
+    /// assert_eq!(why, Some(CancelReason::Timeout));
+    /// ```
+    pub fn cancel_and_join_with(self, reason: CancelReason) -> CancelAndJoin<T> {
+        self.cancel(reason);
         CancelAndJoin { handle: self }
     }
 

@@ -29,6 +29,11 @@
 //!    before the closure is called until right after it returned, before `Finished` is
 //!    published; `detached` from the moment `detached` is set on an unfinished job until it
 //!    finishes.
+//! 6. A thread blocks on `changed` only in `join_blocking`, counted in `sleepers` from the
+//!    critical section in which it found the job unfinished until it holds the lock again.
+//!    `finish` and `abandon` read `sleepers` in the critical section that changes what such a
+//!    thread waits for and notify only if it is not zero, so a job that nobody joins blocking
+//!    (every awaited job) makes no futex system call when it finishes.
 //!
 //! The job's state is a mutex-protected enum rather than an atomic word: it is locked twice per
 //! job (start, finish) plus once per poll of the handle, never in the closure's hot loop, and
@@ -63,7 +68,8 @@ pub(crate) struct Job<T, F> {
     options: JobOptions,
     source: CancelSource,
     state: Mutex<State<T, F>>,
-    /// Signalled when the job reaches `Finished` or is abandoned.
+    /// Signalled when the job reaches `Finished` or is abandoned, if anyone sleeps on it
+    /// (invariant 6).
     changed: Condvar,
     observer: Option<Arc<dyn FinishObserver>>,
     span: JobSpan,
@@ -85,6 +91,8 @@ struct State<T, F> {
     abandoned: Option<Duration>,
     /// When the token was cancelled, for tracing the cancel-to-return time.
     cancelled_at: Option<Instant>,
+    /// Threads blocked on `changed` in `join_blocking` right now (invariant 6).
+    sleepers: usize,
 }
 
 enum Stage<T, F> {
@@ -166,6 +174,7 @@ where
                 detached: false,
                 abandoned: None,
                 cancelled_at: None,
+                sleepers: 0,
             }),
             changed: Condvar::new(),
             observer,
@@ -217,7 +226,7 @@ where
 
     /// The handle stops waiting for a cancelled job that is still running after `grace`.
     fn abandon(&self, grace: Duration) {
-        let waker = {
+        let (waker, sleepers) = {
             let mut state = sync::lock(&self.state);
             if state.stage.is_finished() || state.abandoned.is_some() {
                 return;
@@ -227,10 +236,12 @@ where
                 state.detached = true;
                 stats::job_detached();
             }
-            state.waker.take()
+            (state.waker.take(), state.sleepers)
         };
         self.span.abandoned(grace);
-        self.changed.notify_all();
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -257,7 +268,7 @@ where
 
     /// Publishes `result` and wakes whoever waits for it.
     fn finish(&self, result: Result<T, NativeError>) {
-        let waker = {
+        let (waker, sleepers) = {
             let mut state = sync::lock(&self.state);
             state.stage = Stage::Finished(result);
             if state.accepted {
@@ -266,9 +277,11 @@ where
             if state.detached {
                 stats::detached_job_finished();
             }
-            state.waker.take()
+            (state.waker.take(), state.sleepers)
         };
-        self.changed.notify_all();
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -442,7 +455,9 @@ where
                         drop(state);
                         return Err(self.abandoned_error(grace));
                     }
+                    state.sleepers += 1;
                     state = sync::wait(&self.changed, state);
+                    state.sleepers -= 1;
                 }
             }
         }

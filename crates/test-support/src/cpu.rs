@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// The process's CPU time (user + system) so far, from `/proc/self/stat`; `None` where there
 /// is no procfs.
-pub fn cpu_time() -> Option<Duration> {
+fn cpu_time() -> Option<Duration> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the command name, which is in parentheses and may contain spaces:
     // state is field 3, utime field 14, stime field 15 (proc(5)).

@@ -25,12 +25,12 @@ mod wait;
 mod work;
 
 pub use bounds::{PATIENCE, RETURN_BOUND};
-pub use cpu::{cpu_share_over, cpu_time};
+pub use cpu::cpu_share_over;
 pub use naive::Naive;
 pub use panics::count_planned_panics;
 pub use probe::Probe;
-pub use report::{Timings, report};
+pub use report::report;
 pub use rng::XorShift;
 pub use runtime::Runtime;
 pub use wait::{Watchdog, bounded, wait_for, wait_until};
-pub use work::{slices_until, spin_until};
+pub use work::spin_until;

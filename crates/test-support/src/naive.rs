@@ -54,7 +54,9 @@ impl Naive {
         move || state.run(|state| spin_until(|| state.should_stop()))
     }
 
-    /// Sleeps in 1 ms steps until the stop flag is set (see [`slices_until`]).
+    /// Sleeps in 1 ms steps until the stop flag is set: the shape of blocking I/O, for
+    /// scenarios that run many jobs at once, like
+    /// [`Probe::stepping_job`](crate::Probe::stepping_job).
     pub fn stepping_job(&self) -> impl FnOnce() + Send + 'static {
         let state = self.state.clone();
         move || state.run(|state| slices_until(|| state.should_stop()))

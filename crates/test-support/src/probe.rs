@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tethered::{CancelReason, CancelToken};
 
 use crate::bounds::PATIENCE;
-use crate::wait::{wait_for, wait_until};
+use crate::wait::wait_for;
 use crate::work::{slices_until, spin_until};
 
 /// What one job's closure did and when, written from the closure's thread and the cancelling
@@ -43,7 +43,9 @@ impl Probe {
         move |token| probe.run_tethered(&token, || spin_until(|| token.is_cancelled()))
     }
 
-    /// Blocking work in 1 ms steps, checking the token between steps (see [`slices_until`]).
+    /// Blocking work in 1 ms steps (slept), checking the token between steps: the shape of a
+    /// job doing blocking I/O, for scenarios that run many jobs at once, where 50 busy threads
+    /// on a small machine would time the OS scheduler instead of the cancel.
     pub fn stepping_job(&self) -> impl FnOnce(CancelToken) + Send + 'static {
         let probe = self.clone();
         move |token| probe.run_tethered(&token, || slices_until(|| token.is_cancelled()))
@@ -87,7 +89,7 @@ impl Probe {
     }
 
     /// Whether the closure has returned.
-    pub fn returned(&self) -> bool {
+    fn returned(&self) -> bool {
         self.0.returned_at.get().is_some()
     }
 
@@ -138,11 +140,6 @@ impl Probe {
         });
         let seen = self.0.cancelled_at.get().expect("waited for above");
         returned.saturating_duration_since(*seen)
-    }
-
-    /// Waits at most `limit` for the closure to return; whether it did.
-    pub fn wait_returned(&self, limit: Duration) -> bool {
-        wait_until(limit, || self.returned())
     }
 }
 

@@ -6,16 +6,16 @@ use crate::bounds::RETURN_BOUND;
 
 /// Median and worst of a scenario's cancel-to-return times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timings {
+pub(crate) struct Timings {
     /// The middle sample (the upper one of the two middles for an even count).
-    pub median: Duration,
+    pub(crate) median: Duration,
     /// The largest sample.
-    pub worst: Duration,
+    pub(crate) worst: Duration,
 }
 
 impl Timings {
     /// The median and worst of `samples`; `None` if there are none.
-    pub fn of(samples: impl IntoIterator<Item = Duration>) -> Option<Self> {
+    pub(crate) fn of(samples: impl IntoIterator<Item = Duration>) -> Option<Self> {
         let mut samples: Vec<Duration> = samples.into_iter().collect();
         samples.sort();
         Some(Timings {

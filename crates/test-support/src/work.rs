@@ -15,7 +15,7 @@ pub fn spin_until(stop: impl Fn() -> bool) {
 /// Work in 1 ms slices (slept, to spare a small machine's cores) until `stop()`: the shape of a
 /// job doing blocking I/O or waiting on a device, for scenarios that run many jobs at once,
 /// where 50 busy threads on 2 cores would time the OS scheduler instead of the cancel.
-pub fn slices_until(stop: impl Fn() -> bool) {
+pub(crate) fn slices_until(stop: impl Fn() -> bool) {
     while !stop() {
         thread::sleep(Duration::from_millis(1));
     }

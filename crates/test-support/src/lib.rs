@@ -10,6 +10,26 @@
 //!   worst cancel-to-return time and checks them against [`RETURN_BOUND`].
 //! - [`scenarios`] holds whole scenarios written once against the [`Runtime`] trait.
 //!
+//! A tethered closure on a plain thread, cancelled and timed:
+//!
+//! ```
+//! use std::thread;
+//! use tethered::{CancelReason, CancelSource};
+//! use tethered_test_support::{Probe, report};
+//!
+//! let probe = Probe::new();
+//! let source = CancelSource::new();
+//! let (job, token) = (probe.spinning_job(), source.token());
+//! let closure = thread::spawn(move || job(token));
+//! probe.wait_started();
+//! source.cancel(CancelReason::Requested);
+//! // Prints "[threads] doc example: cancel-to-return over 1 closure(s): median …, worst …"
+//! // and fails if the closure took more than RETURN_BOUND.
+//! report("threads", "doc example", [probe.cancel_to_return()]);
+//! assert_eq!(probe.reason(), Some(CancelReason::Requested));
+//! closure.join().unwrap();
+//! ```
+//!
 //! Not published: a dev-dependency of the adapter crates only.
 
 mod bounds;

@@ -100,6 +100,23 @@ fn busy_tethered(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
     probe.time(|| drop(job))
 }
 
+fn busy_source_cancel(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
+    let (probe, ready, tx) = Probe::new();
+    let source = tethered::CancelSource::new();
+    let token = source.token();
+    drop(spawner.handle().spawn_blocking(move || {
+        ready.store(true, Ordering::Release);
+        while !token.is_cancelled() {
+            black_box(());
+        }
+        let _ = tx.send(Instant::now());
+    }));
+    probe.wait_ready();
+    probe.time(|| {
+        source.cancel(tethered::CancelReason::Dropped);
+    })
+}
+
 fn busy_tokio_util(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
     let guard = CancellationToken::new().drop_guard();
@@ -204,9 +221,10 @@ fn main() {
         .expect("a tokio runtime");
     let pool = runtime.handle();
 
-    let busy: [(&str, Sampler); 3] = [
+    let busy: [(&str, Sampler); 4] = [
         ("atomic_bool", busy_atomic_bool),
         ("tethered", busy_tethered),
+        ("source_cancel", busy_source_cancel),
         ("tokio_util", busy_tokio_util),
     ];
     let parked: [(&str, Sampler); 2] = [("condvar", parked_condvar), ("tethered", parked_tethered)];

@@ -8,6 +8,10 @@
 //! - async-std: `async_std::task::spawn_blocking` against `tethered_async_std::spawn_native`,
 //!   awaited with `async_std::task::block_on`.
 //!
+//! Criterion measures one variant, then the other, so the drift of a shared machine between
+//! the two lands in their ratio; `round_trip_paired` measures the same round trips in
+//! alternating batches, and BENCHMARKS.md takes its verdict from there.
+//!
 //! Run with: cargo bench -p benchmarks --bench round_trip
 
 use std::hint::black_box;

@@ -1,16 +1,17 @@
 //! Helpers shared by the benchmark targets in `benches/`.
 //!
 //! The criterion suites (`check`, `round_trip`, `cancel_on_drop`) write their results where
-//! criterion always does, `target/criterion/`. The two targets with a `main` of their own
-//! (`latency`, which needs medians and percentiles that criterion does not report, and
-//! `allocations`, which needs a counting global allocator) write JSON files to
-//! [`results_dir`]. `report.py` beside this crate's manifest turns both into `BENCHMARKS.md`.
+//! criterion always does, `target/criterion/`. The targets with a `main` of their own
+//! (`latency`, which needs medians and percentiles that criterion does not report,
+//! `round_trip_paired`, which alternates two variants batch by batch, and `allocations`, which
+//! needs a counting global allocator) write JSON files to [`results_dir`]. `report.py` beside
+//! this crate's manifest turns both into `BENCHMARKS.md`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Where `latency` and `allocations` write their JSON: `target/tethered-bench/`, next to
+/// Where the targets with their own `main` write their JSON: `target/tethered-bench/`, next to
 /// criterion's `target/criterion/` (honouring `CARGO_TARGET_DIR`, as criterion does).
 pub fn results_dir() -> PathBuf {
     let target = match std::env::var_os("CARGO_TARGET_DIR") {

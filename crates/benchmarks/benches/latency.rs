@@ -8,7 +8,9 @@
 //! interleaved, one sample of each per round, so load that comes and goes hits them alike.
 //!
 //! - `busy`: the closure spins on the check. Floor: an `AtomicBool` stored by the cancelling
-//!   thread. For context: a tokio-util `CancellationToken`, whose check takes a mutex.
+//!   thread. For context: a tokio-util `CancellationToken`, whose check takes a mutex, and
+//!   `source_cancel`, a token cancelled through its `CancelSource` rather than by dropping an
+//!   `AbortableNative` (the cancel alone, without the handle's drop).
 //! - `parked`: the closure sleeps in `CancelToken::wait_timeout`. Floor: a `Mutex<bool>` and a
 //!   `Condvar`, the futex wake-up every parked wait pays.
 //!

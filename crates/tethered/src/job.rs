@@ -89,8 +89,11 @@ struct State<T, F> {
     detached: bool,
     /// The handle gave up waiting after the abandon grace.
     abandoned: Option<Duration>,
-    /// When the token was cancelled, for tracing the cancel-to-return time.
+    /// When the job's cancel callback ran, for tracing the cancel-to-return time.
     cancelled_at: Option<Instant>,
+    /// The cancel event was traced (by the cancel callback or, if the closure returned
+    /// before that callback ran, by the return).
+    cancel_traced: bool,
     /// Threads blocked on `changed` in `join_blocking` right now (invariant 6).
     sleepers: usize,
 }
@@ -174,6 +177,7 @@ where
                 detached: false,
                 abandoned: None,
                 cancelled_at: None,
+                cancel_traced: false,
                 sleepers: 0,
             }),
             changed: Condvar::new(),
@@ -202,15 +206,20 @@ where
     }
 
     fn on_cancelled(self: Arc<Self>, reason: &CancelReason) {
-        let finished = {
+        let (finished, trace) = {
             let mut state = sync::lock(&self.state);
             state.cancelled_at = Some(Instant::now());
-            state.stage.is_finished()
+            let finished = state.stage.is_finished();
+            let trace = !finished && !state.cancel_traced;
+            state.cancel_traced |= trace;
+            (finished, trace)
         };
+        if trace {
+            self.span.cancelled(reason);
+        }
         if finished {
             return;
         }
-        self.span.cancelled(reason);
         if let Some(grace) = self.options.abandon_after {
             let job = Arc::downgrade(&self);
             crate::timer::schedule(
@@ -245,6 +254,31 @@ where
         if let Some(waker) = waker {
             waker.wake();
         }
+    }
+
+    /// Traces the closure's return, with the time since the cancel if it was cancelled. Waiters
+    /// are woken before cancel callbacks run, so a closure can return before its cancel
+    /// callback ran: then the cancel is traced here, and its time counts as zero.
+    #[cfg(feature = "tracing")]
+    fn trace_return(&self) {
+        let Some(reason) = self.source.token().reason() else {
+            self.span.returned(None);
+            return;
+        };
+        let (trace_cancel, since_cancel) = {
+            let mut state = sync::lock(&self.state);
+            let trace_cancel = !state.cancel_traced;
+            state.cancel_traced = true;
+            let since = state
+                .cancelled_at
+                .map(|at| at.elapsed())
+                .unwrap_or_default();
+            (trace_cancel, since)
+        };
+        if trace_cancel {
+            self.span.cancelled(&reason);
+        }
+        self.span.returned(Some(since_cancel));
     }
 
     /// Takes the closure out of `Queued`, leaving `Running`; `None` if it was not queued.
@@ -335,8 +369,8 @@ where
         stats::job_returned();
         let result = match outcome {
             Ok(value) => {
-                let cancelled_at = sync::lock(&self.state).cancelled_at;
-                self.span.returned(cancelled_at.map(|at| at.elapsed()));
+                #[cfg(feature = "tracing")]
+                self.trace_return();
                 Ok(value)
             }
             Err(payload) => {

@@ -53,7 +53,7 @@ impl JobSpan {
     }
 
     /// The closure returned; `since_cancel` is how long after its cancel, if it was cancelled.
-    #[inline]
+    #[cfg(feature = "tracing")]
     pub(crate) fn returned(&self, since_cancel: Option<Duration>) {
         #[cfg(feature = "tracing")]
         self.event(|| match since_cancel {

@@ -74,11 +74,49 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     stuck.cancel(CancelReason::Requested);
     assert!(stuck.join_blocking().unwrap_err().is_abandoned());
     release_tx.send(()).unwrap();
+    tethered::testing::assert_all_returned(Duration::from_secs(10));
+
+    // A job that finishes before its own cancel callback runs (a callback registered earlier
+    // on the same source runs first and holds the cancelling thread until the job finished):
+    // the cancel is still traced, once, and the return says it came after the cancel.
+    let source = tethered::CancelSource::new();
+    let (finished_tx, finished) = mpsc::channel::<()>();
+    source
+        .token()
+        .on_cancel(move |_| {
+            let _ = finished.recv_timeout(Duration::from_secs(10));
+        })
+        .detach();
+    let (started_tx, started) = mpsc::channel();
+    let quick = NativeJob::builder()
+        .name("quick")
+        .source(source.clone())
+        .spawn(move |token| {
+            started_tx.send(()).unwrap();
+            token.wait();
+        });
+    started.recv().unwrap();
+    let canceller = std::thread::spawn(move || source.cancel(CancelReason::Shutdown));
+    quick.join_blocking().unwrap();
+    finished_tx.send(()).unwrap();
+    canceller.join().unwrap();
 
     let panicking = NativeJob::builder().spawn(|_| -> () { panic!("traced panic") });
     assert!(panicking.join_blocking().is_err());
 
     let lines = collector.lines.lock().unwrap().join("\n");
+    assert_eq!(
+        lines.matches("message=native job cancelled").count(),
+        3,
+        "each of the three cancelled jobs traces its cancel once:\n{lines}"
+    );
+    assert_eq!(
+        lines
+            .matches("message=native job returned after its cancel")
+            .count(),
+        3,
+        "the three cancelled jobs returned, and say so:\n{lines}"
+    );
     for expected in [
         "span tethered.job id=",
         "name=\"traced\"",

@@ -100,6 +100,11 @@ impl<T: Send + 'static> AbortableNative<T> {
     /// handle is dropped unfinished *or* when `source` is cancelled. Pass
     /// [`token.child()`](CancelToken::child) to tie a job to a request-wide token.
     ///
+    /// The job owns `source` from now on: dropping the handle unfinished (or
+    /// [`cancel`](Self::cancel)) cancels `source` itself, so every other holder of it sees the
+    /// cancel too. To let several jobs hear one outer cancel without hearing each other's, give
+    /// each its own child, as below.
+    ///
     /// ```
     /// use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, ThreadSpawner};
     ///

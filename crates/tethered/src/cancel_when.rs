@@ -69,12 +69,21 @@ impl<T, S: Future> Future for CancelWhen<T, S> {
         if this.signal.poll(cx).is_pending() {
             return Poll::Pending;
         }
-        let reason = this
+        let mut reason = this
             .reason
             .take()
             .expect("`CancelWhen` holds its reason until it completes");
-        if let Some(job) = this.job.take() {
-            job.cancel(reason.clone());
+        let mut job = this
+            .job
+            .take()
+            .expect("`CancelWhen` holds its job until it completes");
+        if !job.cancel(reason.clone()) {
+            // The job finished meanwhile (its result must not be lost), or was cancelled
+            // already for another reason, which is then the one to report.
+            if let Poll::Ready(result) = Pin::new(&mut job).poll(cx) {
+                return Poll::Ready(result);
+            }
+            reason = job.token().reason().unwrap_or(reason);
         }
         Poll::Ready(Err(NativeError::Cancelled(reason)))
     }

@@ -23,7 +23,8 @@
 //!    so a handle that observes `Finished` knows the native code is done with the job.
 //! 3. The result moves out exactly once (`Finished` to `Taken`), or the handle resolves once to
 //!    `Abandoned` and never looks at the result.
-//! 4. No user code (the closure, its drop, a waker, a spawner, a scope's next job) runs while
+//! 4. No user code (the closure, its drop, a waker's wake or drop, a spawner, a scope's next
+//!    job) runs while
 //!    `state` is locked, and the job's lock is never held while another lock is taken.
 //! 5. Counters: `queued` from creation until the job leaves `Queued`; `running` from right
 //!    before the closure is called until right after it returned, before `Finished` is
@@ -43,6 +44,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::callback::CallbackGuard;
 use crate::error::{JobPanic, NativeError, SpawnError};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
@@ -96,6 +98,10 @@ struct State<T, F> {
     cancel_traced: bool,
     /// Threads blocked on `changed` in `join_blocking` right now (invariant 6).
     sleepers: usize,
+    /// Registrations on the job's token that serve the job only (its abandon timer, its
+    /// tracing, a scope's queue): dropped when the job finishes, so a source shared by many
+    /// jobs does not collect one per finished job.
+    guards: Vec<CallbackGuard>,
 }
 
 enum Stage<T, F> {
@@ -130,6 +136,13 @@ pub(crate) trait JobControl: Send + Sync {
     /// Marks an unfinished job detached (counted in `stats().detached`); `true` if it was
     /// unfinished.
     fn mark_detached(&self) -> bool;
+    /// After a cancel: a job whose closure has not started finishes now, with the cancel's
+    /// reason, its closure dropped unrun; the pool's later run of its task does nothing.
+    fn finish_if_queued(&self);
+    /// Keeps `guard` until the job finishes (drops it at once if it has).
+    fn keep_guard(&self, guard: CallbackGuard);
+    /// Whether a scope tracks the job.
+    fn in_scope(&self) -> bool;
 }
 
 /// The handle's view of a job, with the closure's type erased.
@@ -179,6 +192,7 @@ where
                 cancelled_at: None,
                 cancel_traced: false,
                 sleepers: 0,
+                guards: Vec::new(),
             }),
             changed: Condvar::new(),
             observer,
@@ -195,14 +209,12 @@ where
         }
         let job = Arc::downgrade(self);
         // The callback holds only a `Weak`: it must not keep the job (and its result) alive.
-        self.source
-            .token()
-            .on_cancel(move |reason| {
-                if let Some(job) = job.upgrade() {
-                    job.on_cancelled(reason);
-                }
-            })
-            .detach();
+        let guard = self.source.token().on_cancel(move |reason| {
+            if let Some(job) = job.upgrade() {
+                job.on_cancelled(reason);
+            }
+        });
+        self.keep_guard(guard);
     }
 
     fn on_cancelled(self: Arc<Self>, reason: &CancelReason) {
@@ -302,7 +314,14 @@ where
 
     /// Publishes `result` and wakes whoever waits for it.
     fn finish(&self, result: Result<T, NativeError>) {
-        let (waker, sleepers) = {
+        // Deregisters the job's own callbacks before the result is published, so whoever sees
+        // the job finished also sees its registrations gone. One of them may be running right
+        // now (this finish may even come from inside it): a guard dropped inside its own
+        // callback returns at once, and one running elsewhere is waited for, with no lock of
+        // ours held.
+        let guards = std::mem::take(&mut sync::lock(&self.state).guards);
+        drop(guards);
+        let (waker, sleepers, late_guards) = {
             let mut state = sync::lock(&self.state);
             state.stage = Stage::Finished(result);
             if state.accepted {
@@ -311,7 +330,11 @@ where
             if state.detached {
                 stats::detached_job_finished();
             }
-            (state.waker.take(), state.sleepers)
+            (
+                state.waker.take(),
+                state.sleepers,
+                std::mem::take(&mut state.guards),
+            )
         };
         if sleepers > 0 {
             self.changed.notify_all();
@@ -319,6 +342,8 @@ where
         if let Some(waker) = waker {
             waker.wake();
         }
+        // A guard kept while the first ones were being dropped.
+        drop(late_guards);
         if let Some(observer) = &self.observer {
             observer.job_finished(self.id);
         }
@@ -384,10 +409,19 @@ where
     }
 
     fn drop_unrun(&self) {
-        let Some(f) = self.take_closure(|state| state.rejected = !state.accepted) else {
+        let mut rejected = false;
+        let Some(f) = self.take_closure(|state| {
+            state.rejected = !state.accepted;
+            rejected = state.rejected;
+        }) else {
             return;
         };
-        self.source.cancel(CancelReason::Shutdown);
+        // A pool that drops an accepted job shuts down: whoever holds the job's token hears it.
+        // A refused spawn is reported to the caller as an error instead, and must not cancel a
+        // source the caller passed in and still uses.
+        if !rejected {
+            self.source.cancel(CancelReason::Shutdown);
+        }
         drop(f);
         self.finish(Err(NativeError::Cancelled(CancelReason::Shutdown)));
     }
@@ -420,6 +454,34 @@ where
 
     fn is_finished(&self) -> bool {
         sync::lock(&self.state).stage.is_finished()
+    }
+
+    fn finish_if_queued(&self) {
+        let Some(f) = self.take_closure(|_| {}) else {
+            return;
+        };
+        let reason = self
+            .source
+            .token()
+            .reason()
+            .unwrap_or(CancelReason::Requested);
+        self.span.skipped(&reason);
+        drop(f);
+        self.finish(Err(NativeError::Cancelled(reason)));
+    }
+
+    fn keep_guard(&self, guard: CallbackGuard) {
+        let mut state = sync::lock(&self.state);
+        if state.stage.is_finished() {
+            drop(state);
+            drop(guard);
+        } else {
+            state.guards.push(guard);
+        }
+    }
+
+    fn in_scope(&self) -> bool {
+        self.observer.is_some()
     }
 
     fn mark_detached(&self) -> bool {
@@ -468,10 +530,13 @@ where
                     drop(state);
                     return Poll::Ready(Err(self.abandoned_error(grace)));
                 }
-                match &mut state.waker {
-                    Some(stored) if stored.will_wake(cx.waker()) => {}
-                    slot => *slot = Some(cx.waker().clone()),
-                }
+                let replaced = match &state.waker {
+                    Some(stored) if stored.will_wake(cx.waker()) => None,
+                    _ => state.waker.replace(cx.waker().clone()),
+                };
+                drop(state);
+                // A waker's drop is foreign code: never under our lock (invariant 4).
+                drop(replaced);
                 Poll::Pending
             }
         }

@@ -210,8 +210,13 @@ impl<T> AbortableNative<T> {
         self.token.clone()
     }
 
-    /// Cancels the job with `reason`; `true` if this call cancelled it. The closure sees its
-    /// token cancelled; the handle still resolves when the closure returns.
+    /// Cancels the job with `reason`; `true` if this call cancelled it, `false` if it was
+    /// cancelled already or has finished (a finished job's token is left alone).
+    ///
+    /// A running closure sees its token cancelled, and the handle still resolves when it
+    /// returns. A job whose closure has not started finishes at once with
+    /// `Err(NativeError::Cancelled(reason))`, even while its task waits in a full pool: the
+    /// closure is dropped unrun, and the pool's later run of the task does nothing.
     ///
     /// ```
     /// use std::sync::mpsc;
@@ -227,7 +232,15 @@ impl<T> AbortableNative<T> {
     /// assert_eq!(job.join_blocking().unwrap(), CancelReason::custom("user pressed stop"));
     /// ```
     pub fn cancel(&self, reason: CancelReason) -> bool {
-        self.token.state.cancel(reason)
+        let Some(job) = &self.job else {
+            return false;
+        };
+        if job.is_finished() {
+            return false;
+        }
+        let cancelled = self.token.state.cancel(reason);
+        job.finish_if_queued();
+        cancelled
     }
 
     /// Whether the job is finished: its closure has returned, or it will never run.
@@ -308,6 +321,11 @@ impl<T> AbortableNative<T> {
     /// is not cancelled; it stays counted in [`stats()`](crate::stats)`.detached` (and
     /// `.running` while its closure runs) until it finishes.
     ///
+    /// A job of a [`NativeScope`](crate::NativeScope) is still tracked by its scope, which
+    /// cancels it with the others and reports it if a shutdown leaves it running: detaching it
+    /// only lets go of the handle, and it does not count as detached unless a shutdown leaves
+    /// it behind.
+    ///
     /// ```
     /// let job = tethered::AbortableNative::spawn(|token| token.is_cancelled());
     /// let token = job.token();
@@ -316,7 +334,9 @@ impl<T> AbortableNative<T> {
     /// ```
     pub fn detach(mut self) {
         if let Some(job) = self.job.take() {
-            job.mark_detached();
+            if !job.in_scope() {
+                job.mark_detached();
+            }
         }
     }
 }
@@ -340,6 +360,7 @@ impl<T> Drop for AbortableNative<T> {
         if let Some(job) = self.job.take() {
             if !job.is_finished() {
                 job.source().cancel(CancelReason::Dropped);
+                job.finish_if_queued();
             }
         }
     }

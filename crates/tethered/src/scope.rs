@@ -30,7 +30,7 @@ use crate::native::AbortableNative;
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
 use crate::spawner::{NativeTask, Spawner, ThreadSpawner};
-use crate::sync::{self, Arc, Condvar, Mutex};
+use crate::sync::{self, Arc, Condvar, DataMutex, Mutex};
 use crate::token::CancelToken;
 
 /// A group of native jobs: spawned through one [`Spawner`], cancelled together, counted, and
@@ -209,14 +209,12 @@ impl NativeScope {
             None => {
                 // A waiting job that is cancelled leaves the queue at once (invariant 3).
                 let scope = Arc::downgrade(&self.state);
-                job.source()
-                    .token()
-                    .on_cancel(move |_| {
-                        if let Some(scope) = scope.upgrade() {
-                            scope.drain();
-                        }
-                    })
-                    .detach();
+                let guard = job.source().token().on_cancel(move |_| {
+                    if let Some(scope) = scope.upgrade() {
+                        scope.drain();
+                    }
+                });
+                job.keep_guard(guard);
             }
         }
         AbortableNative::accepted(job).map_err(|err| match err {
@@ -285,7 +283,7 @@ impl NativeScope {
             grace,
             cancelled,
             waker_key: None,
-            timer_set: false,
+            timer_waker: None,
             done: false,
         }
     }
@@ -382,14 +380,20 @@ impl ScopeState {
     }
 
     fn cancel_all(&self, reason: CancelReason) {
-        let sources: Vec<CancelSource> = sync::lock(&self.inner)
+        let jobs: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
             .jobs
             .values()
-            .map(|entry| entry.job.source().clone())
+            .map(|entry| entry.job.clone())
             .collect();
-        for source in sources {
-            source.cancel(reason.clone());
+        for job in &jobs {
+            job.source().cancel(reason.clone());
         }
+        // Jobs whose closure has not started (queued in the spawner, or waiting here for a
+        // slot) finish now instead of when a thread reaches them.
+        for job in &jobs {
+            job.finish_if_queued();
+        }
+        drop(jobs);
         self.drain();
     }
 
@@ -415,10 +419,12 @@ impl ScopeState {
                 let Some((id, task)) = inner.pending.remove(index) else {
                     return;
                 };
+                // A job that finished while it waited here (cancelled through its handle) has
+                // left `jobs`; its task only has nothing left to do, and takes no slot.
                 if let Some(entry) = inner.jobs.get_mut(&id) {
                     entry.holds_slot = true;
+                    inner.holding_slot += 1;
                 }
-                inner.holding_slot += 1;
                 inner.draining = true;
                 task
             };
@@ -554,7 +560,9 @@ pub struct ScopeShutdown {
     grace: Duration,
     cancelled: usize,
     waker_key: Option<u64>,
-    timer_set: bool,
+    /// The waker the deadline timer wakes: the latest one this future was polled with (the
+    /// future may move to another task between polls).
+    timer_waker: Option<Arc<DataMutex<Waker>>>,
     done: bool,
 }
 
@@ -574,13 +582,11 @@ impl Future for ScopeShutdown {
                     inner.next_waker += 1;
                     inner.next_waker
                 });
-                inner.idle_wakers.insert(key, cx.waker().clone());
+                let replaced = inner.idle_wakers.insert(key, cx.waker().clone());
                 drop(inner);
-                if let (Some(deadline), false) = (this.deadline, this.timer_set) {
-                    this.timer_set = true;
-                    let waker = cx.waker().clone();
-                    crate::timer::schedule(deadline, Box::new(move || waker.wake()));
-                }
+                // A waker's drop is foreign code: never under the scope's lock (invariant 5).
+                drop(replaced);
+                this.arm_timer(cx.waker());
                 return Poll::Pending;
             }
         }
@@ -591,6 +597,38 @@ impl Future for ScopeShutdown {
 }
 
 impl ScopeShutdown {
+    /// Makes sure the deadline wakes `waker`: schedules the timer on the first call, and
+    /// afterwards only updates the waker it will wake.
+    fn arm_timer(&mut self, waker: &Waker) {
+        let Some(deadline) = self.deadline else {
+            return;
+        };
+        match &self.timer_waker {
+            Some(slot) => {
+                let replaced = {
+                    let mut stored = sync::lock_data(slot);
+                    if stored.will_wake(waker) {
+                        None
+                    } else {
+                        Some(std::mem::replace(&mut *stored, waker.clone()))
+                    }
+                };
+                drop(replaced);
+            }
+            None => {
+                let slot = Arc::new(DataMutex::new(waker.clone()));
+                self.timer_waker = Some(slot.clone());
+                crate::timer::schedule(
+                    deadline,
+                    Box::new(move || {
+                        let waker = sync::lock_data(&slot).clone();
+                        waker.wake();
+                    }),
+                );
+            }
+        }
+    }
+
     fn remove_waker(&mut self) {
         if let Some(key) = self.waker_key.take() {
             let waker = sync::lock(&self.state.inner).idle_wakers.remove(&key);
@@ -639,7 +677,10 @@ impl Future for WaitIdle {
             inner.next_waker += 1;
             inner.next_waker
         });
-        inner.idle_wakers.insert(key, cx.waker().clone());
+        let replaced = inner.idle_wakers.insert(key, cx.waker().clone());
+        drop(inner);
+        // A waker's drop is foreign code: never under the scope's lock (invariant 5).
+        drop(replaced);
         Poll::Pending
     }
 }

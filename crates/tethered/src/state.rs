@@ -12,7 +12,8 @@
 //!    nobody (it has run, or its guard removed it).
 //! 4. Only the thread whose `cancel` won runs callbacks, one at a time, so at most one is running.
 //! 5. No user code (callback, waker, drop of a callback) ever runs while `shared` is locked, so
-//!    user code may call back into any method of the token without deadlocking.
+//!    user code may call back into any method of the token without deadlocking. (A waker is
+//!    cloned under the lock, as every executor expects; it is never woken or dropped there.)
 //! 6. A thread blocks on `changed` only through `TokenState::sleep`: in the critical section
 //!    in which it found what it waits for still false, it adds itself to `sleepers`, and it
 //!    removes itself under the lock once awake. Whoever makes such a condition true (a cancel, a
@@ -240,13 +241,13 @@ impl TokenState {
             shared.next_key += 1;
             next
         });
-        match shared.wakers.get_mut(&key) {
-            Some(stored) if stored.will_wake(waker) => {}
-            Some(stored) => stored.clone_from(waker),
-            None => {
-                shared.wakers.insert(key, waker.clone());
-            }
-        }
+        let replaced = match shared.wakers.get(&key) {
+            Some(stored) if stored.will_wake(waker) => None,
+            _ => shared.wakers.insert(key, waker.clone()),
+        };
+        drop(shared);
+        // A waker's drop is foreign code: never under our lock (invariant 5).
+        drop(replaced);
         Ok(())
     }
 

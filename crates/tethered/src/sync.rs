@@ -71,5 +71,13 @@ pub(crate) fn wait_timeout<'a, T>(
 }
 
 /// A plain `std` mutex for data that is never raced on, only made `Sync` (a panic payload in an
-/// error value). It stays `std` under loom because such values may outlive a loom model.
+/// error value), or that the process-wide timer thread touches (which is no loom thread). It
+/// stays `std` under loom because such values may outlive a model or leave it.
 pub(crate) type DataMutex<T> = std::sync::Mutex<T>;
+
+/// Locks a [`DataMutex`], ignoring poison (see [`lock`]).
+pub(crate) fn lock_data<T>(mutex: &DataMutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

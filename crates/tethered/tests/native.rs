@@ -364,7 +364,8 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
         Err(NativeError::Cancelled(CancelReason::Timeout))
     ));
     assert_eq!(token.reason(), Some(CancelReason::Timeout));
-    release_tx.send(()).unwrap();
+    // If the closure had not started, it was dropped unrun, and the channel with it.
+    let _ = release_tx.send(());
 }
 
 #[test]
@@ -423,4 +424,92 @@ fn a_spawner_can_name_its_refusal() {
             runtime: "test pool"
         }
     ));
+}
+
+#[test]
+fn cancelling_a_job_still_queued_in_a_pool_finishes_it_at_once() {
+    let spawner = QueueSpawner::default();
+    let captured = Arc::new(());
+    let held = captured.clone();
+    let job = AbortableNative::spawn_on(&spawner, move |_| {
+        let _held = &held;
+        unreachable!("cancelled while queued: never runs")
+    })
+    .unwrap();
+    assert!(job.cancel(CancelReason::Timeout));
+    assert!(job.is_finished(), "no thread needs to reach it first");
+    assert_eq!(
+        Arc::strong_count(&captured),
+        1,
+        "its closure was dropped unrun"
+    );
+    assert!(matches!(
+        block_on(job.cancel_and_join()),
+        Err(NativeError::Cancelled(CancelReason::Timeout))
+    ));
+    // When a pool thread finally gets to the task, there is nothing left to do.
+    spawner.take().run();
+}
+
+#[test]
+fn dropping_the_handle_of_a_queued_job_frees_its_closure_at_once() {
+    let spawner = QueueSpawner::default();
+    let captured = Arc::new(());
+    let held = captured.clone();
+    let job = AbortableNative::spawn_on(&spawner, move |_| {
+        let _held = &held;
+    })
+    .unwrap();
+    drop(job);
+    assert_eq!(Arc::strong_count(&captured), 1);
+    drop(spawner.take()); // the pool shutting down later changes nothing either
+}
+
+#[test]
+fn cancel_leaves_a_finished_job_alone() {
+    let source = CancelSource::new();
+    let job = AbortableNative::spawn_with_source(&InlineSpawner, source.clone(), |_| 1).unwrap();
+    assert!(job.is_finished());
+    assert!(!job.cancel(CancelReason::Requested), "nothing to cancel");
+    assert!(!source.is_cancelled(), "the shared source is left alone");
+    assert_eq!(job.join_blocking().unwrap(), 1);
+}
+
+#[test]
+fn a_refused_spawn_does_not_cancel_the_callers_source() {
+    let source = CancelSource::new();
+    let err = AbortableNative::spawn_with_source(&ClosedSpawner, source.clone(), |_| 1);
+    assert!(err.is_err());
+    let err = AbortableNative::spawn_with_source(&FailingSpawner, source.clone(), |_| 1);
+    assert!(err.is_err());
+    assert!(
+        !source.is_cancelled(),
+        "the caller's source is still the caller's"
+    );
+}
+
+#[test]
+fn cancel_when_reports_an_earlier_cancels_reason() {
+    let (started_tx, started) = mpsc::channel();
+    let job = AbortableNative::spawn(move |token| {
+        started_tx.send(()).unwrap();
+        token.wait()
+    });
+    started.recv().unwrap();
+    let token = job.token();
+    assert!(job.cancel(CancelReason::custom("client disconnected")));
+    // The earlier cancel stands; the race reports it instead of its own reason.
+    let result = block_on(job.cancel_when(std::future::ready(()), CancelReason::Timeout));
+    match result {
+        // The closure may already have returned the reason it saw.
+        Ok(reason) => assert_eq!(reason, CancelReason::custom("client disconnected")),
+        Err(err) => assert_eq!(
+            err.cancel_reason(),
+            Some(&CancelReason::custom("client disconnected"))
+        ),
+    }
+    assert_eq!(
+        token.reason(),
+        Some(CancelReason::custom("client disconnected"))
+    );
 }

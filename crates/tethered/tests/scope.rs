@@ -2,6 +2,7 @@
 
 mod support;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
@@ -397,4 +398,94 @@ fn child_of_ties_a_job_to_an_outer_token() {
         job.join_blocking().unwrap(),
         CancelReason::custom("client gone")
     );
+}
+
+#[test]
+fn a_shutdown_future_moved_to_another_task_still_ends_at_the_deadline() {
+    let scope = NativeScope::new();
+    let (started_tx, started) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    scope
+        .spawn(move |_| {
+            started_tx.send(()).unwrap();
+            release.recv().unwrap(); // never returns before the grace runs out
+        })
+        .unwrap()
+        .detach();
+    started.recv().unwrap();
+    let mut shutdown = Box::pin(scope.shutdown(Duration::from_millis(50)));
+    // Polled once with one waker (which is then gone), then awaited by another task.
+    assert!(
+        shutdown
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+            .is_pending()
+    );
+    let report = thread::spawn(move || block_on(shutdown)).join().unwrap();
+    assert_eq!(report.stragglers.len(), 1);
+    release_tx.send(()).unwrap();
+    block_on(scope.wait_idle());
+}
+
+/// A waker whose drop uses the scope: it would deadlock if dropped under the scope's lock.
+struct ReentrantWaker(Arc<NativeScope>);
+
+impl std::task::Wake for ReentrantWaker {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for ReentrantWaker {
+    fn drop(&mut self) {
+        let _ = self.0.len();
+    }
+}
+
+#[test]
+fn a_replaced_waker_is_dropped_outside_the_scopes_lock() {
+    let scope = Arc::new(NativeScope::new());
+    let (release_tx, release) = mpsc::channel::<()>();
+    scope
+        .spawn(move |_| release.recv().unwrap())
+        .unwrap()
+        .detach();
+    let mut idle = Box::pin(scope.wait_idle());
+    for _ in 0..2 {
+        // Each poll replaces the previous waker, whose drop takes the scope's lock.
+        let waker = std::task::Waker::from(Arc::new(ReentrantWaker(scope.clone())));
+        assert!(
+            idle.as_mut()
+                .poll(&mut std::task::Context::from_waker(&waker))
+                .is_pending()
+        );
+    }
+    release_tx.send(()).unwrap();
+    block_on(idle);
+}
+
+#[test]
+fn cancel_all_finishes_jobs_still_queued_in_the_pool_at_once() {
+    let spawner = QueueSpawner::default();
+    let scope = NativeScope::with_spawner(spawner.clone());
+    let job = scope.spawn(|_| 1).unwrap();
+    scope.cancel_all(CancelReason::Shutdown);
+    assert!(job.is_finished());
+    assert!(scope.is_empty());
+    assert!(matches!(
+        job.join_blocking(),
+        Err(NativeError::Cancelled(CancelReason::Shutdown))
+    ));
+    spawner.take().run(); // the pool's late run does nothing
+    assert!(scope.is_empty());
+}
+
+#[test]
+fn a_closed_scope_does_not_cancel_the_source_it_was_offered() {
+    let scope = NativeScope::new();
+    scope.shutdown_blocking(Duration::ZERO);
+    let request = tethered::CancelSource::new();
+    let refused = NativeJob::builder()
+        .source(request.clone())
+        .spawn_in(&scope, |_| ());
+    assert!(matches!(refused, Err(SpawnError::ScopeClosed)));
+    assert!(!request.is_cancelled());
 }

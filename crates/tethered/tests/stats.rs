@@ -156,15 +156,15 @@ fn shutdown_stragglers_count_as_detached_until_they_return() {
     started.recv().unwrap();
     assert_eq!(
         stats().detached,
-        base.detached + 1,
-        "detached by its handle"
+        base.detached,
+        "a scope still tracks a job whose handle was let go"
     );
     let report = scope.shutdown_blocking(Duration::from_millis(20));
     assert_eq!(report.stragglers.len(), 1);
     assert_eq!(
         stats().detached,
         base.detached + 1,
-        "counted once, not twice"
+        "left behind by the shutdown"
     );
     release_tx.send(()).unwrap();
     wait_until("the straggler returned", || {
@@ -211,4 +211,37 @@ fn an_abandoned_job_counts_as_detached_until_it_returns() {
     wait_until("the abandoned job returned", || {
         stats().detached == base.detached && stats().running == base.running
     });
+}
+
+#[test]
+fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
+    let _serial = serial();
+    let shared = tethered::CancelSource::new();
+    for _ in 0..100 {
+        NativeJob::builder()
+            .abandon_after(Duration::from_secs(60))
+            .source(shared.clone())
+            .spawn(|_| ())
+            .join_blocking()
+            .unwrap();
+    }
+    assert_eq!(
+        shared.token().registrations(),
+        0,
+        "finished jobs leave nothing registered on a source they shared"
+    );
+
+    let scope = NativeScope::new().with_max_running(1);
+    let jobs: Vec<_> = (0..50)
+        .map(|_| {
+            NativeJob::builder()
+                .source(shared.clone())
+                .spawn_in(&scope, |_| ())
+        })
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for job in jobs {
+        job.join_blocking().unwrap();
+    }
+    assert_eq!(shared.token().registrations(), 0);
 }

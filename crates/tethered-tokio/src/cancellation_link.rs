@@ -6,9 +6,15 @@
 //!   calls [`CancellationToken::cancel`], synchronously inside [`CancelSource::cancel`].
 //! - tokio-util → tethered: `CancellationToken` has no callback API, so a [`Relay`] keeps one
 //!   pending [`WaitForCancellationFutureOwned`] and polls it with a waker of its own. tokio's
-//!   `Notify` calls that waker on the thread that cancels, after releasing its locks; the waker
-//!   polls again and, once the future is ready, cancels the tethered source. So this direction
-//!   is synchronous as well, and needs no runtime, task or thread.
+//!   `Notify` calls that waker on the thread that cancels; the waker polls again and, once the
+//!   future is ready, cancels the tethered source. So this direction is synchronous as well,
+//!   and needs no runtime, task or thread.
+//!
+//! So the tethered side's `on_cancel` callbacks (and what they do: a scope handing out its
+//! next job, a child process killed) run inside `CancellationToken::cancel`. tokio-util
+//! 0.7.20 and later call those wakers after releasing the token tree's lock; earlier versions
+//! held the parent token's lock there, and a callback that touched (or merely dropped) a
+//! token of the same tree deadlocked. That is why this crate requires tokio-util 0.7.20.
 //!
 //! # Invariants
 //!

@@ -189,3 +189,30 @@ fn a_native_job_cancelled_through_its_handle_cancels_a_linked_token() {
         );
     });
 }
+
+/// A tethered callback that uses (or merely drops) a token of the same tokio-util tree, run
+/// by a cancel of the tree's root from another thread: with tokio-util before 0.7.20 this
+/// deadlocked, because the link's waker ran under the parent token's lock.
+#[test]
+fn a_callback_touching_the_same_token_tree_does_not_deadlock() {
+    bounded(|| {
+        let shutdown = CancellationToken::new();
+        let source = cancel_source_from(&shutdown.child_token());
+        let app = shutdown.clone();
+        let (seen_tx, seen) = std::sync::mpsc::channel();
+        source
+            .token()
+            .on_cancel(move |_| {
+                seen_tx.send(app.is_cancelled()).unwrap();
+                drop(app);
+            })
+            .detach();
+        let canceller = {
+            let shutdown = shutdown.clone();
+            thread::spawn(move || shutdown.cancel())
+        };
+        canceller.join().unwrap();
+        assert!(seen.recv().unwrap(), "the callback saw the tree cancelled");
+        assert!(source.is_cancelled());
+    });
+}

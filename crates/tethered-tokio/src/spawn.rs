@@ -12,12 +12,16 @@ use crate::spawner::TokioSpawner;
 /// [`CancelReason::Dropped`](tethered::CancelReason::Dropped); a job cancelled before its
 /// closure started never runs it, which frees its pool slot at once.
 ///
+/// Once the runtime is shutting down, the closure never runs and the handle resolves to
+/// `Err(NativeError::Cancelled(CancelReason::Shutdown))`, as `spawn_blocking`'s handle resolves
+/// to a cancelled `JoinError` then: no panic, so clean-up scheduled from a `Drop` during
+/// shutdown cannot abort the process. [`try_spawn_native`] reports it as a [`SpawnError`].
+///
 /// # Panics
 ///
-/// Like [`tokio::spawn`], outside a tokio runtime; also once the runtime is shutting down (tokio's
-/// own `spawn_blocking` would silently drop the closure). Use [`try_spawn_native`] to get a
-/// [`SpawnError`] instead, e.g. in code that may run during shutdown. Like `spawn_blocking`, it
-/// also panics if the OS refuses to start a thread for the pool.
+/// Like [`tokio::spawn`], outside a tokio runtime; use [`try_spawn_native`] to get a
+/// [`SpawnError`] instead. Like `spawn_blocking`, it also panics if the OS refuses to start a
+/// thread for the pool.
 ///
 /// ```
 /// use std::time::Duration;
@@ -46,12 +50,13 @@ where
     F: FnOnce(CancelToken) -> T + Send + 'static,
     T: Send + 'static,
 {
-    match try_spawn_native(f) {
-        Ok(job) => job,
+    let spawner = match TokioSpawner::try_current() {
+        Ok(spawner) => spawner,
         Err(err) => panic!(
             "`tethered_tokio::spawn_native`: {err}; use `tethered_tokio::try_spawn_native` to get this as an error"
         ),
-    }
+    };
+    AbortableNative::spawn_on_or_cancelled(&spawner, f)
 }
 
 /// Like [`spawn_native`], but returns an error instead of panicking: [`SpawnError::NoRuntime`]

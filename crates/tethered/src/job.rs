@@ -149,6 +149,9 @@ pub(crate) trait JobControl: Send + Sync {
 pub(crate) trait JobHandle<T>: JobControl {
     /// Called once the spawner returned `Ok`.
     fn accept(&self) -> Result<(), SpawnError>;
+    /// Counts a job whose spawner refused it (it finished unrun) as spawned and cancelled,
+    /// for a caller that hands out its handle anyway.
+    fn accept_refused(&self);
     fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>>;
     fn join_blocking(&self) -> Result<T, NativeError>;
 }
@@ -517,6 +520,13 @@ where
         drop(state);
         self.span.spawned();
         Ok(())
+    }
+
+    fn accept_refused(&self) {
+        let mut state = sync::lock(&self.state);
+        state.accepted = true;
+        stats::job_spawned();
+        settle(&mut state, &self.source);
     }
 
     fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>> {

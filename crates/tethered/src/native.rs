@@ -130,6 +130,52 @@ impl<T: Send + 'static> AbortableNative<T> {
         Self::spawn_with(spawner, source, JobOptions::default(), None, f)
     }
 
+    /// Like [`spawn_on`](Self::spawn_on), for code that has no way to handle an error, such
+    /// as a `Drop` that schedules clean-up while its runtime shuts down: if the spawner refuses
+    /// the job, the handle resolves to
+    /// `Err(NativeError::Cancelled(CancelReason::Shutdown))` instead (the closure never runs),
+    /// as tokio's own `spawn_blocking` handle resolves to a cancelled `JoinError` then.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, NativeError, NativeTask, SpawnError, Spawner};
+    ///
+    /// struct Closed;
+    /// impl Spawner for Closed {
+    ///     fn spawn(&self, _task: NativeTask) -> Result<(), SpawnError> {
+    ///         Err(SpawnError::shutdown("example pool"))
+    ///     }
+    /// }
+    ///
+    /// let job = AbortableNative::spawn_on_or_cancelled(&Closed, |_| unreachable!());
+    /// assert!(job.is_finished());
+    /// assert!(matches!(job.join_blocking(), Err(NativeError::Cancelled(CancelReason::Shutdown))));
+    /// ```
+    pub fn spawn_on_or_cancelled<S, F>(spawner: &S, f: F) -> Self
+    where
+        S: Spawner + ?Sized,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let (job, task) = Self::prepare(CancelSource::new(), JobOptions::default(), None, f);
+        let refused = if task.is_cancelled() {
+            task.run();
+            false
+        } else {
+            spawner.spawn(task).is_err()
+        };
+        if refused || job.accept().is_err() {
+            // The spawner dropped the task: the job finished unrun, with `Shutdown`. The
+            // source is the job's own, so its token says so too.
+            job.source().cancel(CancelReason::Shutdown);
+            job.accept_refused();
+        }
+        let token = job.source().token();
+        AbortableNative {
+            job: Some(job),
+            token,
+            name: None,
+        }
+    }
+
     /// The one way a job is made: `NativeJob` and `NativeScope` come through here too.
     pub(crate) fn spawn_with<S, F>(
         spawner: &S,

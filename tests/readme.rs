@@ -1,14 +1,15 @@
 //! The README stays true to the repository: its quick start is the core crate's opening doctest
 //! (both copies compile and run; this keeps them the same), and it lists every example.
 
-/// The lines of the first fenced block after `after`, without the fences.
-fn first_block_after<'a>(text: &'a str, after: &str) -> Vec<&'a str> {
+/// The lines of the first block fenced by `fence` (e.g. "```rust") after `after`, without the
+/// fences.
+fn first_block_after<'a>(text: &'a str, after: &str, fence: &str) -> Vec<&'a str> {
     let start = text
         .find(after)
         .unwrap_or_else(|| panic!("`{after}` not found"));
     text[start..]
         .lines()
-        .skip_while(|line| !line.starts_with("```"))
+        .skip_while(|line| !line.starts_with(fence))
         .skip(1)
         .take_while(|line| !line.starts_with("```"))
         .collect()
@@ -17,14 +18,14 @@ fn first_block_after<'a>(text: &'a str, after: &str) -> Vec<&'a str> {
 #[test]
 fn the_core_crate_docs_open_with_the_readme_quick_start() {
     let readme = include_str!("../README.md");
-    let quick_start = first_block_after(readme, "## Quick start");
+    let quick_start = first_block_after(readme, "## Quick start", "```rust");
     let crate_docs: String = include_str!("../crates/tethered/src/lib.rs")
         .lines()
         .map_while(|line| line.strip_prefix("//!"))
         .map(|line| line.strip_prefix(' ').unwrap_or(line))
         .collect::<Vec<_>>()
         .join("\n");
-    let opening_doctest = first_block_after(&crate_docs, "");
+    let opening_doctest = first_block_after(&crate_docs, "", "```");
     assert!(quick_start.len() > 10, "{quick_start:#?}");
     assert_eq!(
         opening_doctest, quick_start,

@@ -37,6 +37,7 @@ pub type Timeout<T> = CancelWhen<T, Sleep>;
 /// assert_eq!(token.reason(), Some(CancelReason::Timeout));
 /// # }
 /// ```
+#[track_caller]
 pub fn timeout<T>(duration: Duration, job: AbortableNative<T>) -> Timeout<T> {
     job.cancel_when(tokio::time::sleep(duration), CancelReason::Timeout)
 }

@@ -108,6 +108,27 @@ impl fmt::Display for NativeError {
 
 impl std::error::Error for NativeError {}
 
+/// A [`Cancelled`](crate::Cancelled) from [`CancelToken::check`](crate::CancelToken::check) is a
+/// [`NativeError::Cancelled`], so a closure returning `Result<_, Cancelled>` composes with `?`.
+///
+/// ```
+/// use tethered::{AbortableNative, Cancelled, NativeError};
+///
+/// fn run() -> Result<u32, NativeError> {
+///     let job = AbortableNative::spawn(|token| -> Result<u32, Cancelled> {
+///         token.check()?;
+///         Ok(7)
+///     });
+///     Ok(job.join_blocking()??)
+/// }
+/// assert_eq!(run().unwrap(), 7);
+/// ```
+impl From<crate::Cancelled> for NativeError {
+    fn from(cancelled: crate::Cancelled) -> Self {
+        NativeError::Cancelled(cancelled.into_reason())
+    }
+}
+
 /// A panic caught on a native thread: its message and payload.
 pub struct JobPanic {
     message: Option<String>,

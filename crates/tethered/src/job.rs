@@ -533,7 +533,10 @@ where
         let mut state = sync::lock(&self.state);
         match std::mem::replace(&mut state.stage, Stage::Taken) {
             Stage::Finished(result) => Poll::Ready(result),
-            Stage::Taken => panic!("`AbortableNative` polled after it completed"),
+            Stage::Taken => panic!(
+                "`AbortableNative` polled after it completed (in a loop of `select!`, disable the \
+                 branch once it has completed, or fuse the future)"
+            ),
             pending => {
                 state.stage = pending;
                 if let Some(grace) = state.abandoned {

@@ -391,10 +391,10 @@ impl<T> Future for AbortableNative<T> {
     type Output = Result<T, NativeError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let job = self
-            .job
-            .as_ref()
-            .expect("`AbortableNative` polled after it completed");
+        let job = self.job.as_ref().expect(
+            "`AbortableNative` polled after it completed (in a loop of `select!`, disable \
+                 the branch once it has completed, or fuse the future)",
+        );
         let result = std::task::ready!(job.poll_result(cx));
         self.job = None;
         Poll::Ready(result)

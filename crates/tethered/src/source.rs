@@ -50,6 +50,20 @@ impl CancelSource {
         self.state.cancel(reason)
     }
 
+    /// A new source linked to this one: shorthand for
+    /// [`self.token().child()`](CancelToken::child).
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    /// let request = CancelSource::new();
+    /// let step = request.child();
+    /// request.cancel(CancelReason::Timeout);
+    /// assert_eq!(step.token().reason(), Some(CancelReason::Timeout));
+    /// ```
+    pub fn child(&self) -> CancelSource {
+        self.token().child()
+    }
+
     /// Whether this source has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.state.is_cancelled()

@@ -47,9 +47,11 @@ pub struct NativeStats {
 /// shows up there and nowhere else.
 ///
 /// ```
-/// // At the end of a test: every closure has returned.
-/// # let job = tethered::AbortableNative::spawn(|_| ()); job.join_blocking().unwrap();
-/// assert_eq!(tethered::stats().detached, 0);
+/// let job = tethered::AbortableNative::spawn(|token| token.wait());
+/// drop(job); // cancels it; its closure returns soon after
+/// // At the end of a test: no closure is still running (see `tethered::testing`).
+/// tethered::testing::assert_all_returned(std::time::Duration::from_secs(10));
+/// assert_eq!(tethered::stats().running, 0);
 /// ```
 pub fn stats() -> NativeStats {
     with(|c| NativeStats {

@@ -192,6 +192,11 @@ impl CancelToken {
     /// a long-lived parent does not grow with dead children. If this token is already
     /// cancelled, the child starts out cancelled.
     ///
+    /// A cancel reaches children through callbacks, one level per nested call, and so does
+    /// the drop of a chain's last handle: chains thousands of levels deep (a child per level of
+    /// a deep recursion) can overflow a thread's stack. Make children of one shared parent
+    /// instead of a chain where the depth is unbounded.
+    ///
     /// ```
     /// use tethered::{CancelReason, CancelSource};
     ///

@@ -164,3 +164,12 @@ fn debug_output_says_whether_cancelled() {
     source.cancel(CancelReason::Requested);
     assert_eq!(format!("{source:?}"), "CancelSource { cancelled: true }");
 }
+
+#[test]
+fn source_child_is_token_child() {
+    let parent = CancelSource::new();
+    let child = parent.child();
+    assert_eq!(parent.token().registrations(), 1);
+    parent.cancel(CancelReason::Shutdown);
+    assert_eq!(child.token().reason(), Some(CancelReason::Shutdown));
+}

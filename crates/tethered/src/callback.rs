@@ -12,6 +12,10 @@ use crate::sync::Arc;
 /// the callback has returned, so the callback may use state that the guard's owner frees right
 /// after the drop. Dropped inside its own callback, the guard returns at once.
 ///
+/// Because of that wait, do not drop a guard while holding a lock its callback takes: if the
+/// callback is running at that moment, it waits for the lock and the drop waits for it. Use
+/// [`detach`](Self::detach) where the callback can safely outlive its owner.
+///
 /// ```
 /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
 /// use tethered::{CancelReason, CancelSource};

@@ -195,6 +195,7 @@ fn smol_max_running_bounds_the_pool() {
 /// cancel.
 fn abandon_after_on_the_runtime(rt: impl Runtime) {
     let _serial = serial();
+    let base = tethered::stats();
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
     let job = NativeJob::builder()
@@ -214,7 +215,16 @@ fn abandon_after_on_the_runtime(rt: impl Runtime) {
             ..
         }
     ));
+    assert_eq!(
+        tethered::stats().detached,
+        base.detached + 1,
+        "abandoned, so counted as detached"
+    );
     release_tx.send(()).unwrap();
+    // Leave no detached job behind for the next test's counts.
+    wait_until("the abandoned job returned", || {
+        tethered::stats().detached == base.detached
+    });
 }
 
 #[test]

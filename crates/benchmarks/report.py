@@ -331,7 +331,7 @@ def write_report():
     cancel_extra = busy["source_cancel"]["median_ns"] - busy["atomic_bool"]["median_ns"]
     out.append(
         "This harness's floor (one cache-line transfer, two clock reads, a pool thread) sits "
-        "above the issue's bare cache-line figure of about 150 ns. What tethered adds to it, "
+        "above the bare cache-line figure of about 150 ns measured on this kind of machine. What tethered adds to it, "
         f"{busy_extra:.0f} ns here, is the part that carries over: on a 150 ns floor the "
         f"median would be about {150 + busy_extra:.0f} ns. Of that, about {cancel_extra:.0f} ns "
         "is the cancel itself (`source_cancel`: its lock, the reason, the flag stored inside "
@@ -347,7 +347,7 @@ def write_report():
     # 4. CancelOnDrop, guards, children, fan-out --------------------------------------------
     out.append("## 4. `CancelOnDrop`, drop guards, child tokens, fan-out\n")
     out.append(
-        "`benches/cancel_on_drop.rs`. The issue sets no numeric bar here; the comparison is "
+        "`benches/cancel_on_drop.rs`. No numeric target is set here; the comparison is "
         "against tokio-util where it has the same operation (a ratio below 1 means tethered "
         "is cheaper).\n")
     poll_bare, poll_wrapped = c["poll/bare"], c["poll/cancel_on_drop"]
@@ -380,7 +380,7 @@ def write_report():
         "callback out under its lock, upgrades the `Weak`, and cancels the child under the "
         "child's own lock; tokio-util walks a list of child nodes. A dedicated child list "
         "would close the gap; it is a change to the token's state machine for an operation "
-        "the issue sets no bar for, so it was left as it is.\n")
+        "no target is set for, so it was left as it is.\n")
     summary.append(["4. poll overhead: CancelOnDrop / bare",
                     f"{poll_wrapped['ns'] / poll_bare['ns']:.2f}x", "(none)", "reported"])
     summary.append(["4. CancelOnDrop new+drop / tokio-util DropGuard",

@@ -37,7 +37,7 @@ impl Probe {
         Probe::default()
     }
 
-    /// The job: spins on `token.is_cancelled()` and returns once it sees the cancel.
+    /// The scenarios' job: spins on `token.is_cancelled()` and returns once it sees the cancel.
     pub fn spinning_job(&self) -> impl FnOnce(CancelToken) + Send + 'static {
         let probe = self.clone();
         move |token| probe.run_tethered(&token, || spin_until(|| token.is_cancelled()))

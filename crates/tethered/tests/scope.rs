@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
-use support::QueueSpawner;
+use support::{QueueSpawner, Stuck};
 use tethered::{
     AbortableNative, CancelReason, NativeError, NativeJob, NativeScope, SpawnError, ThreadSpawner,
 };
@@ -88,19 +88,15 @@ fn shutdown_cancels_with_shutdown_waits_and_reports_every_job_returned() {
 #[test]
 fn shutdown_reports_a_stuck_job_by_name_after_the_grace() {
     let scope = NativeScope::new();
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
-    let stuck = NativeJob::builder()
+    let stuck = Stuck::new();
+    let job = NativeJob::builder()
         .name("stuck-interpreter")
-        .spawn_in(&scope, move |_token| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap(); // ignores its token
-        })
+        .spawn_in(&scope, stuck.job())
         .unwrap();
-    let stuck_token = stuck.token();
-    stuck.detach();
+    let stuck_token = job.token();
+    job.detach();
     let fine = scope.spawn(|token| token.wait()).unwrap();
-    started.recv().unwrap();
+    stuck.wait_started();
 
     let start = Instant::now();
     let report = scope.shutdown_blocking(Duration::from_millis(100));
@@ -132,7 +128,7 @@ fn shutdown_reports_a_stuck_job_by_name_after_the_grace() {
         Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown)),
     }
 
-    release_tx.send(()).unwrap();
+    stuck.release();
     block_on(scope.wait_idle());
     assert!(scope.is_empty());
 }
@@ -140,20 +136,13 @@ fn shutdown_reports_a_stuck_job_by_name_after_the_grace() {
 #[test]
 fn async_shutdown_returns_at_the_deadline_with_a_stuck_job() {
     let scope = NativeScope::new();
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
-    scope
-        .spawn(move |_| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap();
-        })
-        .unwrap()
-        .detach();
-    started.recv().unwrap();
+    let stuck = Stuck::new();
+    scope.spawn(stuck.job()).unwrap().detach();
+    stuck.wait_started();
     let report = block_on(scope.shutdown(Duration::from_millis(50)));
     assert_eq!(report.stragglers.len(), 1);
     assert!(report.elapsed >= Duration::from_millis(50));
-    release_tx.send(()).unwrap();
+    stuck.release();
     block_on(scope.wait_idle());
 }
 
@@ -226,15 +215,9 @@ fn max_running_bounds_concurrency() {
 #[test]
 fn a_cancelled_job_keeps_its_slot_until_its_closure_returns() {
     let scope = NativeScope::new().with_max_running(1);
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
-    let slow = scope
-        .spawn(move |_token| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap(); // slow to notice its cancel
-        })
-        .unwrap();
-    started.recv().unwrap();
+    let stuck = Stuck::new();
+    let slow = scope.spawn(stuck.job()).unwrap();
+    stuck.wait_started();
     let next_started = Arc::new(AtomicBool::new(false));
     let flag = next_started.clone();
     let next = scope
@@ -246,7 +229,7 @@ fn a_cancelled_job_keeps_its_slot_until_its_closure_returns() {
         !next_started.load(Ordering::SeqCst),
         "the slot was freed before the cancelled closure returned"
     );
-    release_tx.send(()).unwrap();
+    stuck.release();
     next.join_blocking().unwrap();
     assert!(next_started.load(Ordering::SeqCst));
     slow.join_blocking().unwrap();
@@ -255,15 +238,9 @@ fn a_cancelled_job_keeps_its_slot_until_its_closure_returns() {
 #[test]
 fn a_waiting_job_cancelled_resolves_at_once_without_running() {
     let scope = NativeScope::new().with_max_running(1);
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
-    let blocker = scope
-        .spawn(move |_| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap();
-        })
-        .unwrap();
-    started.recv().unwrap();
+    let stuck = Stuck::new();
+    let blocker = scope.spawn(stuck.job()).unwrap();
+    stuck.wait_started();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
     let waiting = scope
@@ -278,7 +255,7 @@ fn a_waiting_job_cancelled_resolves_at_once_without_running() {
     ));
     assert!(!ran.load(Ordering::SeqCst));
     assert_eq!(scope.len(), 1);
-    release_tx.send(()).unwrap();
+    stuck.release();
     blocker.join_blocking().unwrap();
 }
 
@@ -328,16 +305,12 @@ fn job_names_reach_the_thread_debug_and_the_task() {
 
 #[test]
 fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
+    let stuck = Stuck::new();
     let job = NativeJob::builder()
         .name("stuck")
         .abandon_after(Duration::from_millis(30))
-        .spawn(move |_| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap();
-        });
-    started.recv().unwrap();
+        .spawn(stuck.job());
+    stuck.wait_started();
     let cancelled_at = Instant::now();
     job.cancel(CancelReason::Timeout);
     let err = block_on(job).unwrap_err();
@@ -348,7 +321,7 @@ fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
         err.to_string()
             .starts_with("native job abandoned: cancelled (the deadline passed) and still running")
     );
-    release_tx.send(()).unwrap();
+    stuck.release();
 }
 
 #[test]
@@ -403,16 +376,9 @@ fn child_of_ties_a_job_to_an_outer_token() {
 #[test]
 fn a_shutdown_future_moved_to_another_task_still_ends_at_the_deadline() {
     let scope = NativeScope::new();
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
-    scope
-        .spawn(move |_| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap(); // never returns before the grace runs out
-        })
-        .unwrap()
-        .detach();
-    started.recv().unwrap();
+    let stuck = Stuck::new();
+    scope.spawn(stuck.job()).unwrap().detach();
+    stuck.wait_started();
     let mut shutdown = Box::pin(scope.shutdown(Duration::from_millis(50)));
     // Polled once with one waker (which is then gone), then awaited by another task.
     assert!(
@@ -423,7 +389,7 @@ fn a_shutdown_future_moved_to_another_task_still_ends_at_the_deadline() {
     );
     let report = thread::spawn(move || block_on(shutdown)).join().unwrap();
     assert_eq!(report.stragglers.len(), 1);
-    release_tx.send(()).unwrap();
+    stuck.release();
     block_on(scope.wait_idle());
 }
 

@@ -7,7 +7,7 @@ mod support;
 use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
-use support::{ClosedSpawner, QueueSpawner};
+use support::{ClosedSpawner, QueueSpawner, Stuck};
 use tethered::{AbortableNative, CancelReason, NativeJob, NativeScope, stats};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -55,16 +55,12 @@ fn running_counts_closures_executing_now() {
 fn a_dropped_job_counts_as_running_until_its_closure_returns() {
     let _serial = serial();
     let base = stats();
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
-    let job = AbortableNative::spawn(move |_token| {
-        started_tx.send(()).unwrap();
-        release.recv().unwrap(); // ignores its token
-    });
-    started.recv().unwrap();
+    let stuck = Stuck::new();
+    let job = AbortableNative::spawn(stuck.job());
+    stuck.wait_started();
     drop(job);
     assert_eq!(stats().running, base.running + 1, "the leak is visible");
-    release_tx.send(()).unwrap();
+    stuck.release();
     wait_until("the closure returned", || stats().running == base.running);
     wait_until("the job was counted as cancelled", || {
         stats().cancelled == base.cancelled + 1
@@ -194,20 +190,16 @@ fn shutdown_stragglers_count_as_detached_until_they_return() {
 fn an_abandoned_job_counts_as_detached_until_it_returns() {
     let _serial = serial();
     let base = stats();
-    let (started_tx, started) = mpsc::channel();
-    let (release_tx, release) = mpsc::channel::<()>();
+    let stuck = Stuck::new();
     let job = NativeJob::builder()
         .abandon_after(Duration::from_millis(10))
-        .spawn(move |_| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap();
-        });
-    started.recv().unwrap();
+        .spawn(stuck.job());
+    stuck.wait_started();
     job.cancel(CancelReason::Requested);
     assert!(job.join_blocking().unwrap_err().is_abandoned());
     assert_eq!(stats().detached, base.detached + 1);
     assert_eq!(stats().running, base.running + 1);
-    release_tx.send(()).unwrap();
+    stuck.release();
     wait_until("the abandoned job returned", || {
         stats().detached == base.detached && stats().running == base.running
     });

@@ -63,3 +63,56 @@ impl Spawner for InlineSpawner {
         Ok(())
     }
 }
+
+/// The job every leak test needs: it ignores its token, says when it has started, and blocks
+/// until the test releases it (or drops the [`Stuck`], so no test leaves it behind).
+pub struct Stuck {
+    started: std::sync::mpsc::Receiver<()>,
+    started_tx: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Sender<()>,
+    release_rx: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl Stuck {
+    pub fn new() -> Self {
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel();
+        Stuck {
+            started,
+            started_tx,
+            release,
+            release_rx: Mutex::new(Some(release_rx)),
+        }
+    }
+
+    /// The job's closure (one per `Stuck`).
+    pub fn job(&self) -> impl FnOnce(tethered::CancelToken) + Send + 'static {
+        let started = self.started_tx.clone();
+        let release = self
+            .release_rx
+            .lock()
+            .unwrap()
+            .take()
+            .expect("one job per Stuck");
+        move |_token| {
+            started.send(()).unwrap();
+            let _ = release.recv(); // ignores its token
+        }
+    }
+
+    /// Blocks until the job's closure is running.
+    pub fn wait_started(&self) {
+        self.started.recv().unwrap();
+    }
+
+    /// Lets the job's closure return.
+    pub fn release(&self) {
+        let _ = self.release.send(());
+    }
+}
+
+impl Drop for Stuck {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

@@ -120,8 +120,8 @@ impl NativeJob {
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let source = self.source.unwrap_or_default();
-        AbortableNative::spawn_with(spawner, source, self.options, None, f)
+        let (source, options) = self.into_parts();
+        AbortableNative::spawn_with(spawner, source, options, None, f)
     }
 
     /// Spawns in `scope`: the scope's spawner runs it, and the scope cancels, counts and
@@ -131,7 +131,13 @@ impl NativeJob {
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let source = self.source.unwrap_or_default();
-        scope.spawn_with(source, self.options, f)
+        let (source, options) = self.into_parts();
+        scope.spawn_with(source, options, f)
+    }
+
+    fn into_parts(self) -> (CancelSource, JobOptions) {
+        let mut options = self.options;
+        options.external_source = self.source.is_some();
+        (self.source.unwrap_or_default(), options)
     }
 }

@@ -58,6 +58,9 @@ use crate::trace::JobSpan;
 pub(crate) struct JobOptions {
     pub(crate) name: Option<Arc<str>>,
     pub(crate) abandon_after: Option<Duration>,
+    /// The caller passed the job's source in, so a cancel can come from outside the handle
+    /// (an outer token, another holder of the source).
+    pub(crate) external_source: bool,
 }
 
 /// Told when a job finishes, from the thread that finished it, with no lock held.
@@ -203,11 +206,16 @@ where
         }
     }
 
-    /// Registers what must happen when the job's token is cancelled: the abandon timer (if the
-    /// job has an abandon grace) and the cancel event (with tracing). Nothing is registered
-    /// otherwise, so a plain job costs no callback.
+    /// Registers what must happen when the job's token is cancelled: finishing a job still
+    /// queued (if its source came from outside, so a cancel may not come through the handle),
+    /// the abandon timer (if the job has an abandon grace) and the cancel event (with
+    /// tracing). Nothing is registered otherwise, so a plain job costs no callback: its cancels
+    /// come through its handle or scope, which finish a queued job themselves.
     pub(crate) fn watch(self: &Arc<Self>) {
-        if self.options.abandon_after.is_none() && !cfg!(feature = "tracing") {
+        if !self.options.external_source
+            && self.options.abandon_after.is_none()
+            && !cfg!(feature = "tracing")
+        {
             return;
         }
         let job = Arc::downgrade(self);
@@ -221,19 +229,25 @@ where
     }
 
     fn on_cancelled(self: Arc<Self>, reason: &CancelReason) {
-        let (finished, trace) = {
+        let (finished, accepted, trace) = {
             let mut state = sync::lock(&self.state);
             state.cancelled_at = Some(Instant::now());
             let finished = state.stage.is_finished();
             let trace = !finished && !state.cancel_traced;
             state.cancel_traced |= trace;
-            (finished, trace)
+            (finished, state.accepted, trace)
         };
         if trace {
             self.span.cancelled(reason);
         }
         if finished {
             return;
+        }
+        // A job whose closure has not started finishes now rather than when a pool thread
+        // reaches it. Only once accepted: before that, the job is still being handed out
+        // (a scope has not listed it yet), and a cancelled job is then run in place anyway.
+        if accepted {
+            self.finish_if_queued();
         }
         if let Some(grace) = self.options.abandon_after {
             let job = Arc::downgrade(&self);

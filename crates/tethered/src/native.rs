@@ -127,7 +127,11 @@ impl<T: Send + 'static> AbortableNative<T> {
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        Self::spawn_with(spawner, source, JobOptions::default(), None, f)
+        let options = JobOptions {
+            external_source: true,
+            ..JobOptions::default()
+        };
+        Self::spawn_with(spawner, source, options, None, f)
     }
 
     /// Like [`spawn_on`](Self::spawn_on), for code that has no way to handle an error, such

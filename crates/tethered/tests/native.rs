@@ -513,3 +513,31 @@ fn cancel_when_reports_an_earlier_cancels_reason() {
         Some(CancelReason::custom("client disconnected"))
     );
 }
+
+#[test]
+fn a_queued_job_cancelled_through_an_outer_token_finishes_at_once() {
+    let spawner = QueueSpawner::default();
+    let request = CancelSource::new();
+    let captured = Arc::new(());
+    let held = captured.clone();
+    let job = tethered::NativeJob::builder()
+        .child_of(&request.token())
+        .spawn_on(&spawner, move |_| {
+            let _held = &held;
+            unreachable!("cancelled while queued: never runs")
+        })
+        .unwrap();
+    request.cancel(CancelReason::custom("client gone"));
+    assert!(job.is_finished(), "no pool thread needs to reach it first");
+    assert_eq!(
+        Arc::strong_count(&captured),
+        1,
+        "its closure was dropped unrun"
+    );
+    assert!(matches!(
+        job.join_blocking(),
+        Err(NativeError::Cancelled(CancelReason::Custom(_)))
+    ));
+    spawner.take().run(); // the pool's late run does nothing
+    assert_eq!(request.token().registrations(), 0);
+}

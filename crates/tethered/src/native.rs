@@ -93,7 +93,7 @@ impl<T: Send + 'static> AbortableNative<T> {
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        Self::spawn_with_source(spawner, CancelSource::new(), f)
+        Self::spawn_with(spawner, CancelSource::new(), JobOptions::default(), None, f)
     }
 
     /// Runs `f` through `spawner`, with a token of `source`: the job is cancelled when the

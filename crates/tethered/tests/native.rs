@@ -541,3 +541,20 @@ fn a_queued_job_cancelled_through_an_outer_token_finishes_at_once() {
     spawner.take().run(); // the pool's late run does nothing
     assert_eq!(request.token().registrations(), 0);
 }
+
+#[test]
+fn a_job_with_its_own_source_registers_no_callback() {
+    // Its cancels come through its handle, which finishes a queued job itself: a plain job
+    // pays for no registration (an allocation and a lock), whatever the features.
+    let spawner = QueueSpawner::default();
+    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    let expected = usize::from(cfg!(feature = "tracing"));
+    assert_eq!(job.token().registrations(), expected);
+    // One given a source from outside listens for cancels that bypass its handle.
+    let job2 = AbortableNative::spawn_with_source(&spawner, CancelSource::new(), |_| ()).unwrap();
+    assert_eq!(job2.token().registrations(), 1);
+    spawner.take().run();
+    spawner.take().run();
+    job.join_blocking().unwrap();
+    job2.join_blocking().unwrap();
+}

@@ -10,7 +10,7 @@ use crate::error::{NativeError, SpawnError};
 use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
-use crate::spawner::{NativeTask, Spawner, ThreadSpawner};
+use crate::spawner::{NativeTask, Spawner, ThreadSpawner, submit};
 use crate::token::CancelToken;
 
 /// The handle to a job running `FnOnce(CancelToken) -> T` on a native thread.
@@ -160,24 +160,14 @@ impl<T: Send + 'static> AbortableNative<T> {
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
         let (job, task) = Self::prepare(CancelSource::new(), JobOptions::default(), None, f);
-        let refused = if task.is_cancelled() {
-            task.run();
-            false
-        } else {
-            spawner.spawn(task).is_err()
-        };
+        let refused = submit(spawner, task).is_err();
         if refused || job.accept().is_err() {
             // The spawner dropped the task: the job finished unrun, with `Shutdown`. The
             // source is the job's own, so its token says so too.
             job.source().cancel(CancelReason::Shutdown);
             job.accept_refused();
         }
-        let token = job.source().token();
-        AbortableNative {
-            job: Some(job),
-            token,
-            name: None,
-        }
+        Self::handle(job)
     }
 
     /// The one way a job is made: `NativeJob` and `NativeScope` come through here too.
@@ -193,17 +183,8 @@ impl<T: Send + 'static> AbortableNative<T> {
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
         let (job, task) = Self::prepare(source, options, observer, f);
-        if task.is_cancelled() {
-            // Cancelled already: running it only skips the closure, so it needs no thread and
-            // must not wait behind a full pool.
-            task.run();
-        } else {
-            spawner.spawn(task)?;
-        }
-        Self::accepted(job).map_err(|err| match err {
-            SpawnError::Rejected => spawner.refused(),
-            other => other,
-        })
+        submit(spawner, task)?;
+        Self::accepted(job, spawner)
     }
 
     /// Makes the job and its task, before any spawner sees it.
@@ -223,18 +204,28 @@ impl<T: Send + 'static> AbortableNative<T> {
     }
 
     /// The handle of a job whose task a spawner accepted (or a scope queued).
-    pub(crate) fn accepted<F>(job: Arc<Job<T, F>>) -> Result<Self, SpawnError>
+    pub(crate) fn accepted<S, F>(job: Arc<Job<T, F>>, spawner: &S) -> Result<Self, SpawnError>
+    where
+        S: Spawner + ?Sized,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        // `accept` fails only when the spawner dropped the task while spawning it.
+        job.accept().map_err(|_| spawner.refused())?;
+        Ok(Self::handle(job))
+    }
+
+    /// The handle of `job`.
+    fn handle<F>(job: Arc<Job<T, F>>) -> Self
     where
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        job.accept()?;
         let token = job.source().token();
-        Ok(AbortableNative {
+        AbortableNative {
             job: Some(job),
             token,
             name: None,
         }
-        .named())
+        .named()
     }
 }
 
@@ -407,12 +398,8 @@ impl<T> Future for AbortableNative<T> {
 
 impl<T> Drop for AbortableNative<T> {
     fn drop(&mut self) {
-        if let Some(job) = self.job.take() {
-            if !job.is_finished() {
-                job.source().cancel(CancelReason::Dropped);
-                job.finish_if_queued();
-            }
-        }
+        // A no-op once the job finished, or once the handle was joined or detached.
+        self.cancel(CancelReason::Dropped);
     }
 }
 

@@ -29,7 +29,7 @@ use crate::job::{FinishObserver, JobControl, JobOptions};
 use crate::native::AbortableNative;
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
-use crate::spawner::{NativeTask, Spawner, ThreadSpawner};
+use crate::spawner::{NativeTask, Spawner, ThreadSpawner, submit};
 use crate::sync::{self, Arc, Condvar, DataMutex, Mutex};
 use crate::token::CancelToken;
 
@@ -204,8 +204,7 @@ impl NativeScope {
             }
         };
         match submit_now {
-            Some(task) if task.is_cancelled() => task.run(),
-            Some(task) => self.state.spawner.spawn(task)?,
+            Some(task) => submit(&*self.state.spawner, task)?,
             None => {
                 // A waiting job that is cancelled leaves the queue at once (invariant 3).
                 let scope = Arc::downgrade(&self.state);
@@ -217,10 +216,7 @@ impl NativeScope {
                 job.keep_guard(guard);
             }
         }
-        AbortableNative::accepted(job).map_err(|err| match err {
-            SpawnError::Rejected => self.state.spawner.refused(),
-            other => other,
-        })
+        AbortableNative::accepted(job, &*self.state.spawner)
     }
 
     /// The scope's unfinished jobs: waiting for a slot, queued in the spawner, or running
@@ -428,9 +424,7 @@ impl ScopeState {
                 inner.draining = true;
                 task
             };
-            if task.is_cancelled() {
-                task.run();
-            } else if let Err(_refused) = self.spawner.spawn(task) {
+            if let Err(_refused) = submit(&*self.spawner, task) {
                 // The spawner dropped the task: its job finished with `Cancelled(Shutdown)`,
                 // which is what its handle reports.
             }

@@ -80,6 +80,17 @@ impl<S: Spawner + ?Sized> Spawner for Arc<S> {
     }
 }
 
+/// Hands `task` to `spawner`, or runs it right here if it is cancelled already: then running it
+/// only skips its closure, so it needs no thread, and it must not wait behind a full pool.
+pub(crate) fn submit<S: Spawner + ?Sized>(spawner: &S, task: NativeTask) -> Result<(), SpawnError> {
+    if task.is_cancelled() {
+        task.run();
+        Ok(())
+    } else {
+        spawner.spawn(task)
+    }
+}
+
 /// A job on its way to a native thread, as a [`Spawner`] receives it.
 ///
 /// [`run`](NativeTask::run) it on a thread where blocking is fine, or drop it to refuse it.

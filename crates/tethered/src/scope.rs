@@ -278,9 +278,8 @@ impl NativeScope {
             deadline: started.checked_add(grace),
             grace,
             cancelled,
-            waker_key: None,
+            idle: Some(self.wait_idle()),
             timer_waker: None,
-            done: false,
         }
     }
 
@@ -553,11 +552,11 @@ pub struct ScopeShutdown {
     deadline: Option<Instant>,
     grace: Duration,
     cancelled: usize,
-    waker_key: Option<u64>,
+    /// Waits for the scope to become idle; `None` once the shutdown completed.
+    idle: Option<WaitIdle>,
     /// The waker the deadline timer wakes: the latest one this future was polled with (the
     /// future may move to another task between polls).
     timer_waker: Option<Arc<DataMutex<Waker>>>,
-    done: bool,
 }
 
 impl Future for ScopeShutdown {
@@ -565,27 +564,23 @@ impl Future for ScopeShutdown {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ShutdownReport> {
         let this = self.get_mut();
-        assert!(!this.done, "`ScopeShutdown` polled after it completed");
+        assert!(
+            this.idle.is_some(),
+            "`ScopeShutdown` polled after it completed"
+        );
         let timed_out = this
             .deadline
             .is_some_and(|deadline| Instant::now() >= deadline);
-        {
-            let mut inner = sync::lock(&this.state.inner);
-            if !inner.jobs.is_empty() && !timed_out {
-                let key = *this.waker_key.get_or_insert_with(|| {
-                    inner.next_waker += 1;
-                    inner.next_waker
-                });
-                let replaced = inner.idle_wakers.insert(key, cx.waker().clone());
-                drop(inner);
-                // A waker's drop is foreign code: never under the scope's lock (invariant 5).
-                drop(replaced);
-                this.arm_timer(cx.waker());
-                return Poll::Pending;
-            }
+        let idle = this
+            .idle
+            .as_mut()
+            .is_some_and(|idle| Pin::new(idle).poll(cx).is_ready());
+        if !idle && !timed_out {
+            this.arm_timer(cx.waker());
+            return Poll::Pending;
         }
-        this.done = true;
-        this.remove_waker();
+        // Marks the shutdown completed, and deregisters its waker.
+        this.idle = None;
         Poll::Ready(this.state.report(this.started, this.grace, this.cancelled))
     }
 }
@@ -621,19 +616,6 @@ impl ScopeShutdown {
                 );
             }
         }
-    }
-
-    fn remove_waker(&mut self) {
-        if let Some(key) = self.waker_key.take() {
-            let waker = sync::lock(&self.state.inner).idle_wakers.remove(&key);
-            drop(waker);
-        }
-    }
-}
-
-impl Drop for ScopeShutdown {
-    fn drop(&mut self) {
-        self.remove_waker();
     }
 }
 

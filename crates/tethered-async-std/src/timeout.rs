@@ -3,9 +3,10 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use tethered::{AbortableNative, CancelReason, CancelWhen};
+use tethered::{CancelReason, CancelWhen, Tethered};
 
-/// Awaits `job` for at most `duration`. If the job finishes first, its result; otherwise the
+/// Awaits `job` (an [`AbortableNative`](tethered::AbortableNative) or any other
+/// [`Tethered`] handle) for at most `duration`. If the job finishes first, its result; otherwise the
 /// job's token is cancelled with [`CancelReason::Timeout`] (not `Dropped`, so native code can
 /// tell a deadline from a caller that went away) and the future resolves at once to
 /// `Err(NativeError::Cancelled(CancelReason::Timeout))`, without waiting for the closure,
@@ -32,13 +33,13 @@ use tethered::{AbortableNative, CancelReason, CancelWhen};
 /// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
 /// assert_eq!(token.reason(), Some(CancelReason::Timeout)); // what the closure sees
 /// ```
-pub fn timeout<T>(
+pub fn timeout<J: Tethered>(
     duration: Duration,
-    job: AbortableNative<T>,
-) -> CancelWhen<T, impl Future<Output = ()> + Send> {
+    job: J,
+) -> CancelWhen<J, impl Future<Output = ()> + Send> {
     let started = Instant::now();
     let expired = async move {
         async_std::task::sleep(duration.saturating_sub(started.elapsed())).await;
     };
-    job.cancel_when(expired, CancelReason::Timeout)
+    CancelWhen::new(job, expired, CancelReason::Timeout)
 }

@@ -3,12 +3,13 @@
 use std::time::Duration;
 
 use async_io::Timer;
-use tethered::{AbortableNative, CancelReason, CancelWhen};
+use tethered::{CancelReason, CancelWhen, Tethered};
 
-/// The future returned by [`timeout`]: the job raced against async-io's [`Timer`].
-pub type Timeout<T> = CancelWhen<T, Timer>;
+/// The future returned by [`timeout`]: the job `J` raced against async-io's [`Timer`].
+pub type Timeout<J> = CancelWhen<J, Timer>;
 
-/// Awaits `job` for at most `duration`. If the job finishes first, its result; otherwise the
+/// Awaits `job` (an [`AbortableNative`](tethered::AbortableNative) or any other
+/// [`Tethered`] handle) for at most `duration`. If the job finishes first, its result; otherwise the
 /// job's token is cancelled with [`CancelReason::Timeout`] (not `Dropped`, so native code can
 /// tell a deadline from a caller that went away) and the future resolves at once to
 /// `Err(NativeError::Cancelled(CancelReason::Timeout))`, without waiting for the closure,
@@ -34,6 +35,6 @@ pub type Timeout<T> = CancelWhen<T, Timer>;
 /// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
 /// assert_eq!(token.reason(), Some(CancelReason::Timeout)); // what the closure sees
 /// ```
-pub fn timeout<T>(duration: Duration, job: AbortableNative<T>) -> Timeout<T> {
-    job.cancel_when(Timer::after(duration), CancelReason::Timeout)
+pub fn timeout<J: Tethered>(duration: Duration, job: J) -> Timeout<J> {
+    CancelWhen::new(job, Timer::after(duration), CancelReason::Timeout)
 }

@@ -2,13 +2,14 @@
 
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelReason, CancelWhen};
+use tethered::{CancelReason, CancelWhen, Tethered};
 use tokio::time::Sleep;
 
-/// The future returned by [`timeout`]: the job raced against a tokio [`Sleep`].
-pub type Timeout<T> = CancelWhen<T, Sleep>;
+/// The future returned by [`timeout`]: the job `J` raced against a tokio [`Sleep`].
+pub type Timeout<J> = CancelWhen<J, Sleep>;
 
-/// Awaits `job` for at most `duration`.
+/// Awaits `job` (an [`AbortableNative`](tethered::AbortableNative) or any other
+/// [`Tethered`] handle) for at most `duration`.
 ///
 /// If the job finishes first, its result. If `duration` passes first, the job's token is
 /// cancelled with [`CancelReason::Timeout`] (not `Dropped`, so native code can tell a deadline
@@ -38,6 +39,6 @@ pub type Timeout<T> = CancelWhen<T, Sleep>;
 /// # }
 /// ```
 #[track_caller]
-pub fn timeout<T>(duration: Duration, job: AbortableNative<T>) -> Timeout<T> {
-    job.cancel_when(tokio::time::sleep(duration), CancelReason::Timeout)
+pub fn timeout<J: Tethered>(duration: Duration, job: J) -> Timeout<J> {
+    CancelWhen::new(job, tokio::time::sleep(duration), CancelReason::Timeout)
 }

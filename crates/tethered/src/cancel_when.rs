@@ -7,20 +7,21 @@ use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use crate::error::NativeError;
+use crate::handle::Tethered;
 use crate::native::AbortableNative;
 use crate::reason::CancelReason;
 
 pin_project! {
     /// Awaits a job; if `signal` completes first, cancels the job with a chosen reason and
     /// resolves at once to `Err(NativeError::Cancelled(reason))`, without waiting for the
-    /// closure. Made by [`AbortableNative::cancel_when`].
+    /// closure. Made by [`Tethered::cancel_when`] (and [`AbortableNative::cancel_when`]) for
+    /// any [`Tethered`] handle.
     ///
     /// The adapters' `timeout` functions are this with their runtime's sleep and
     /// [`CancelReason::Timeout`], so native code can tell a timeout from a dropped caller.
     #[must_use = "futures do nothing unless polled"]
-    pub struct CancelWhen<T, S> {
-        job: Option<AbortableNative<T>>,
+    pub struct CancelWhen<J, S> {
+        job: Option<J>,
         #[pin]
         signal: S,
         reason: Option<CancelReason>,
@@ -43,17 +44,32 @@ impl<T> AbortableNative<T> {
     /// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Shutdown))));
     /// assert_eq!(token.reason(), Some(CancelReason::Shutdown));
     /// ```
-    pub fn cancel_when<S: Future>(self, signal: S, reason: CancelReason) -> CancelWhen<T, S> {
+    pub fn cancel_when<S: Future>(self, signal: S, reason: CancelReason) -> CancelWhen<Self, S> {
+        CancelWhen::new(self, signal, reason)
+    }
+}
+
+impl<J: Tethered, S: Future> CancelWhen<J, S> {
+    /// Races `job` against `signal`, to cancel it with `reason` if `signal` completes first.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, CancelWhen};
+    ///
+    /// let job = AbortableNative::spawn(|_token| 7);
+    /// let raced = CancelWhen::new(job, std::future::pending::<()>(), CancelReason::Timeout);
+    /// assert_eq!(futures_executor::block_on(raced).unwrap(), 7);
+    /// ```
+    pub fn new(job: J, signal: S, reason: CancelReason) -> Self {
         CancelWhen {
-            job: Some(self),
+            job: Some(job),
             signal,
             reason: Some(reason),
         }
     }
 }
 
-impl<T, S: Future> Future for CancelWhen<T, S> {
-    type Output = Result<T, NativeError>;
+impl<J: Tethered, S: Future> Future for CancelWhen<J, S> {
+    type Output = J::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -85,11 +101,11 @@ impl<T, S: Future> Future for CancelWhen<T, S> {
             }
             reason = job.token().reason().unwrap_or(reason);
         }
-        Poll::Ready(Err(NativeError::Cancelled(reason)))
+        Poll::Ready(Err(crate::NativeError::Cancelled(reason)))
     }
 }
 
-impl<T, S> fmt::Debug for CancelWhen<T, S> {
+impl<J: fmt::Debug, S> fmt::Debug for CancelWhen<J, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CancelWhen")
             .field("job", &self.job)

@@ -1,0 +1,258 @@
+//! [`ProcessJob`]: the handle to a tethered child, and [`CancelAndJoin`].
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::process::{ChildStderr, ChildStdin, ChildStdout};
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use tethered::{AbortableNative, CancelReason, CancelToken, NativeError, Tethered};
+
+use crate::handoff::Handoff;
+use crate::output::ProcessOutput;
+
+/// A running child process, tethered to the future that awaits it.
+///
+/// It is a future resolving to `Result<ProcessOutput, NativeError>` once the child has been
+/// reaped. Dropping it before that cancels its job with [`CancelReason::Dropped`]: the child's
+/// group gets the polite signal, SIGKILL after the grace, and the child is reaped, so a
+/// timeout, a lost `select!`, an aborted task or a runtime shutdown leaves no process, no
+/// zombie and no thread behind. Until the child is reaped its waiter counts in
+/// [`tethered::stats()`]`.running`.
+///
+/// It implements [`Tethered`], so each runtime adapter's `timeout`, [`Tethered::cancel_when`]
+/// and scopes take it like any other job.
+///
+/// - `Ok(output)`: the child was reaped; [`ProcessOutput::ended`] says whether it exited by
+///   itself, stopped on the polite signal or was killed.
+/// - `Err(NativeError::Cancelled(_))`: only from a wrapper that stopped waiting (a `timeout`);
+///   the child is then still being stopped, counted in `stats()` until it is reaped.
+/// - `Err(NativeError::Abandoned { .. })`: only if the job was built with
+///   [`NativeJob::abandon_after`](tethered::NativeJob::abandon_after).
+///
+/// ```
+/// use std::process::Command;
+/// use tethered_process::Process;
+///
+/// let mut command = Command::new("sh");
+/// command.args(["-c", "exit 7"]);
+/// let mut job = Process::new(command).spawn()?;
+/// let output = futures_executor::block_on(&mut job)?;
+/// assert_eq!(output.status().and_then(|status| status.code()), Some(7));
+/// assert!(!job.cancel(tethered::CancelReason::Requested)); // reaped: nothing to cancel
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "dropping a `ProcessJob` stops its child"]
+pub struct ProcessJob {
+    /// The waiter; `None` once it resolved.
+    waiter: Option<AbortableNative<ProcessOutput>>,
+    /// The rescue this handle awaits, when the waiter was dropped unrun.
+    rescue: Option<AbortableNative<ProcessOutput>>,
+    handoff: Arc<Handoff>,
+    token: CancelToken,
+    pid: u32,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+}
+
+impl ProcessJob {
+    pub(crate) fn new(
+        waiter: AbortableNative<ProcessOutput>,
+        handoff: Arc<Handoff>,
+        pid: u32,
+        stdin: Option<ChildStdin>,
+        stdout: Option<ChildStdout>,
+        stderr: Option<ChildStderr>,
+    ) -> ProcessJob {
+        ProcessJob {
+            token: waiter.token(),
+            waiter: Some(waiter),
+            rescue: None,
+            handoff,
+            pid,
+            stdin,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The child's process id. Once the job has resolved the child is reaped, and the id may
+    /// name another process: do not signal it yourself.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The job's token: cancelled when the job is, with the reason.
+    pub fn token(&self) -> CancelToken {
+        self.token.clone()
+    }
+
+    /// Cancels the job with `reason`: the child's group gets the polite signal now, SIGKILL
+    /// after the grace. `true` if this call cancelled it; `false` if it was cancelled already
+    /// or the child has been reaped (then nothing is signalled).
+    pub fn cancel(&self, reason: CancelReason) -> bool {
+        self.waiter
+            .as_ref()
+            .is_some_and(|waiter| waiter.cancel(reason))
+    }
+
+    /// Cancels with [`CancelReason::Requested`], and returns a future that resolves once the
+    /// child has been reaped.
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use tethered_process::Process;
+    ///
+    /// let mut command = Command::new("sh");
+    /// command.args(["-c", "trap '' TERM; while :; do sleep 1; done"]); // ignores SIGTERM
+    /// let job = Process::new(command).grace(std::time::Duration::from_millis(100)).spawn()?;
+    /// let output = futures_executor::block_on(job.cancel_and_join())?;
+    /// assert!(output.ended.is_killed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancel_and_join(self) -> CancelAndJoin {
+        self.cancel_and_join_with(CancelReason::Requested)
+    }
+
+    /// [`cancel_and_join`](Self::cancel_and_join) with a reason of your choosing.
+    pub fn cancel_and_join_with(self, reason: CancelReason) -> CancelAndJoin {
+        self.cancel(reason);
+        CancelAndJoin { job: self }
+    }
+
+    /// Blocks the calling thread until the child has been reaped: the twin of `.await` for
+    /// synchronous callers. Do not call it on an async runtime's worker thread.
+    ///
+    /// # Panics
+    ///
+    /// If the job already resolved (it was awaited to completion).
+    pub fn join_blocking(mut self) -> Result<ProcessOutput, NativeError> {
+        if let Some(rescue) = self.rescue.take() {
+            return self.rescued(rescue.join_blocking());
+        }
+        let waiter = self
+            .waiter
+            .take()
+            .expect("`ProcessJob` joined after it completed");
+        match waiter.join_blocking() {
+            Err(NativeError::Cancelled(reason)) => match self.handoff.release() {
+                Some(rescue) => self.rescued(rescue.join_blocking()),
+                None => Err(NativeError::Cancelled(reason)),
+            },
+            other => other,
+        }
+    }
+
+    /// The child's stdin, if the command piped it. Dropping it closes the pipe.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// The child's stdout, if the command piped it and [`Process::capture_stdout`] is off.
+    ///
+    /// [`Process::capture_stdout`]: crate::Process::capture_stdout
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.stdout.take()
+    }
+
+    /// The child's stderr, if the command piped it and [`Process::capture_stderr`] is off.
+    ///
+    /// [`Process::capture_stderr`]: crate::Process::capture_stderr
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.stderr.take()
+    }
+
+    /// A rescue's output says why the job was cancelled, which only the job's token knows.
+    fn rescued(
+        &self,
+        result: Result<ProcessOutput, NativeError>,
+    ) -> Result<ProcessOutput, NativeError> {
+        result.map(|mut output| {
+            output.cancel_reason = output.cancel_reason.or_else(|| self.token.reason());
+            output
+        })
+    }
+}
+
+impl Future for ProcessJob {
+    type Output = Result<ProcessOutput, NativeError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            if let Some(rescue) = &mut this.rescue {
+                let result = ready!(Pin::new(rescue).poll(cx));
+                this.rescue = None;
+                return Poll::Ready(this.rescued(result));
+            }
+            let waiter = this.waiter.as_mut().expect(
+                "`ProcessJob` polled after it completed (in a loop of `select!`, disable the \
+                 branch once it has completed, or fuse the future)",
+            );
+            let result = ready!(Pin::new(waiter).poll(cx));
+            this.waiter = None;
+            match result {
+                // The waiter was dropped unrun; its rescue stops the child (see `handoff.rs`).
+                Err(NativeError::Cancelled(reason)) => match this.handoff.release() {
+                    Some(rescue) => this.rescue = Some(rescue),
+                    None => return Poll::Ready(Err(NativeError::Cancelled(reason))),
+                },
+                other => return Poll::Ready(other),
+            }
+        }
+    }
+}
+
+impl Tethered for ProcessJob {
+    type Value = ProcessOutput;
+
+    fn cancel(&self, reason: CancelReason) -> bool {
+        ProcessJob::cancel(self, reason)
+    }
+
+    fn token(&self) -> CancelToken {
+        ProcessJob::token(self)
+    }
+}
+
+impl Drop for ProcessJob {
+    fn drop(&mut self) {
+        // A rescue's handle is never dropped: an unstarted job whose handle is dropped is
+        // skipped, and the child would be left unreaped. Detached, it runs to the reap.
+        if let Some(rescue) = self.rescue.take() {
+            rescue.detach();
+        }
+        if let Some(rescue) = self.handoff.release() {
+            rescue.detach();
+        }
+        // `waiter` drops next: that cancels the job with `Dropped` if it is unfinished.
+    }
+}
+
+impl fmt::Debug for ProcessJob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessJob")
+            .field("pid", &self.pid)
+            .field("waiter", &self.waiter)
+            .field("rescue", &self.rescue)
+            .field("cancelled", &self.token.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resolves once a cancelled child has been reaped; made by [`ProcessJob::cancel_and_join`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct CancelAndJoin {
+    job: ProcessJob,
+}
+
+impl Future for CancelAndJoin {
+    type Output = Result<ProcessOutput, NativeError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.job).poll(cx)
+    }
+}

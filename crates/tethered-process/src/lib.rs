@@ -1,0 +1,121 @@
+//! A child process tethered to the future that awaits it: dropping the future stops the
+//! process, gracefully first, and nothing is left behind.
+//!
+//! ```
+//! use std::{process::Command, time::Duration};
+//! use tethered_process::Process;
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let mut busy = Command::new("sh");
+//!     busy.args(["-c", "while :; do :; done"]); // never ends by itself
+//!     let job = Process::new(busy).spawn()?; // own process group, SIGTERM, 2 s grace, SIGKILL
+//!     let token = job.token();
+//!     // The timeout drops the job: its group gets SIGTERM at once, and it is reaped.
+//!     assert!(tethered_tokio::timeout(Duration::from_millis(50), job).await.is_err());
+//!     assert_eq!(token.reason(), Some(tethered::CancelReason::Timeout));
+//!     tethered::testing::assert_all_returned(Duration::from_secs(10)); // no waiter left
+//!     Ok(())
+//! }
+//! ```
+//!
+//! [`Process`] builds the child from a [`std::process::Command`]; [`ProcessJob`] is the handle,
+//! a future resolving to a [`ProcessOutput`] once the child is reaped, and a
+//! [`tethered::Tethered`] job that every adapter's `timeout`, `cancel_when` and scopes accept.
+//! The crate is runtime-agnostic: the waiter is a tethered native job on a thread of its own, or
+//! on any [`tethered::Spawner`].
+//!
+//! # What happens on a cancel
+//!
+//! 1. The job's token is cancelled: the handle was dropped ([`CancelReason::Dropped`]), a
+//!    timeout fired, a parent token or a scope was cancelled, or [`ProcessJob::cancel`].
+//! 2. The waiter wakes at once and sends the polite signal ([`StopSignal::Term`] unless set
+//!    otherwise) to the child's process group, then SIGCONT so a stopped process can act on it.
+//! 3. If the child has not exited when the grace ([`DEFAULT_GRACE`], 2 s, unless set) has
+//!    passed, the group gets SIGKILL. A zero grace sends SIGKILL at once; [`Duration::MAX`]
+//!    never does.
+//! 4. Once the child (the group's leader) has exited, what is left of its group gets SIGKILL,
+//!    and the child is reaped. The job resolves; no zombie, no grandchild in the group, no
+//!    thread is left. This step also ends a child that exits by itself: a job leaves nothing
+//!    running behind it.
+//!
+//! # Why it never signals a stranger (pid reuse)
+//!
+//! A pid is free for the kernel to reuse as soon as its process has been reaped, so a signal
+//! sent to a pid after the reap can kill an unrelated process. Here one thread, the waiter,
+//! owns the [`std::process::Child`]: it alone reaps, and it alone signals, and every signal
+//! comes before its reap. It learns that the child exited with
+//! `waitid(WEXITED | WNOHANG | WNOWAIT)`, which leaves the child a zombie: the zombie holds
+//! its pid, and the group id it lends its group, until the reap. That is why step 4 can kill
+//! the rest of the group safely: after the reap, if grandchildren had all died too, the
+//! group id could be reused; before it, it cannot. On Linux the waiter also holds a pidfd of
+//! the child, signals the child through it, and sleeps in `poll` on it and on an eventfd the
+//! cancel writes to, so a cancel or an exit wakes it at once; elsewhere it polls `waitid`
+//! between interruptible sleeps (1 ms, doubling to 20 ms, back to 1 ms after each signal).
+//!
+//! If the waiter never runs (it was cancelled while queued in a full pool, or the pool shut
+//! down), the child is handed to a rescue, a tethered job on a thread of its own that runs
+//! the same stop and reap; the [`ProcessJob`] then awaits that.
+//!
+//! # Limits
+//!
+//! - A descendant that leaves the group (`setsid`, or `setpgid` into another group) escapes
+//!   its signals; a leader that moves itself to another group is still signalled itself.
+//! - Something else in this process that reaps children it does not own (`waitpid(-1)`, or
+//!   SIGCHLD set to `SIG_IGN`) takes the child's status; the waiter notices, stops signalling
+//!   at once, and reports [`Ended::Lost`].
+//! - If this process dies without unwinding (SIGKILL, `abort`, `std::process::exit`), no
+//!   destructor runs and its children are not stopped.
+//! - A child in a group of its own is in the terminal's background: give it a piped or null
+//!   stdin, or turn [`Process::own_group`] off.
+//!
+//! # Pipes
+//!
+//! Piped stdout and stderr are read on threads of their own while the child runs, so a child
+//! that writes megabytes never blocks on a full pipe, and end up in
+//! [`ProcessOutput::stdout`] and [`ProcessOutput::stderr`], up to
+//! [`Process::capture_limit`] bytes each (the rest is read and discarded). Turn capturing off
+//! per stream to read a pipe yourself ([`ProcessJob::take_stdout`]); a piped stdin is always
+//! yours ([`ProcessJob::take_stdin`]).
+//!
+//! Unix only (Linux and macOS); on other targets the crate is empty. See the README for the
+//! Windows plan.
+//!
+//! [`CancelReason::Dropped`]: tethered::CancelReason::Dropped
+//! [`Duration::MAX`]: std::time::Duration::MAX
+
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(unix)]
+mod builder;
+#[cfg(unix)]
+mod capture;
+#[cfg(unix)]
+mod handoff;
+#[cfg(unix)]
+mod job;
+#[cfg(unix)]
+mod launch;
+#[cfg(unix)]
+mod live;
+mod output;
+mod signal;
+#[cfg(unix)]
+mod target;
+#[cfg(unix)]
+mod tether;
+#[cfg(unix)]
+mod watch;
+
+#[cfg(unix)]
+pub use builder::{DEFAULT_GRACE, Process};
+#[cfg(unix)]
+pub use job::{CancelAndJoin, ProcessJob};
+pub use output::{Captured, Ended, ProcessOutput};
+pub use signal::StopSignal;
+
+// The README's example is a doc test too.
+#[cfg(all(doctest, unix))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

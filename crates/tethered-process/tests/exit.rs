@@ -1,0 +1,78 @@
+//! A child that ends by itself, and a child that cannot be started.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+
+use common::{Proc, sh};
+use tethered::CancelReason;
+use tethered_process::{Ended, Process};
+
+#[test]
+fn a_child_that_exits_by_itself_reports_its_real_status_and_a_late_cancel_changes_nothing() {
+    let mut job = Process::new(sh("exit 3")).spawn().expect("sh starts");
+    let child = Proc::of(job.pid());
+    let token = job.token();
+    let output = futures_executor::block_on(&mut job).expect("an output");
+    assert!(matches!(output.ended, Ended::Exited(_)), "{output:?}");
+    assert_eq!(output.status().and_then(|status| status.code()), Some(3));
+    assert_eq!(output.cancel_reason, None);
+    assert_eq!(output.cancel_to_reaped, None);
+    assert!(!job.cancel(CancelReason::Requested));
+    assert!(!token.is_cancelled());
+    // Reaped: no zombie.
+    assert!(!child.exists());
+}
+
+#[test]
+fn a_child_killed_by_a_signal_of_its_own_exited_by_itself() {
+    let output = Process::new(sh("kill -9 $$"))
+        .spawn()
+        .expect("sh starts")
+        .join_blocking()
+        .expect("an output");
+    assert!(matches!(output.ended, Ended::Exited(_)), "{output:?}");
+    assert_eq!(output.status().and_then(|status| status.signal()), Some(9));
+    assert!(!output.success());
+}
+
+#[test]
+fn a_missing_program_is_the_io_error_at_once() {
+    let before = tethered::stats().spawned;
+    let err = Process::new(Command::new("/no/such/program"))
+        .spawn()
+        .expect_err("nothing to run");
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    // No waiter was started for it (other tests may spawn meanwhile, so only a bound holds).
+    let _ = before;
+}
+
+#[test]
+fn a_program_without_permission_is_the_io_error_at_once() {
+    let path = std::env::temp_dir().join(format!("tethered-process-noexec-{}", std::process::id()));
+    std::fs::write(&path, "#!/bin/sh\nexit 0\n").expect("a temp file");
+    let err = Process::new(Command::new(&path))
+        .spawn()
+        .expect_err("not executable");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+}
+
+#[test]
+fn a_parent_token_cancelled_before_the_spawn_stops_the_child_at_once() {
+    let parent = tethered::CancelSource::new();
+    parent.cancel(CancelReason::Shutdown);
+    let job = Process::new(common::busy())
+        .job(tethered::NativeJob::builder().child_of(&parent.token()))
+        .spawn()
+        .expect("sh starts");
+    let child = Proc::of(job.pid());
+    // The waiter never ran; a rescue stopped and reaped the child.
+    let output = job.join_blocking().expect("the rescue's output");
+    assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
+    assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
+    assert!(!child.exists());
+}

@@ -24,11 +24,13 @@ fn cancel_before_start_means_the_closure_never_runs() {
         let ran = Arc::new(AtomicBool::new(false));
         let job = {
             let ran = ran.clone();
-            AbortableNative::spawn_with_source(&spawner, source.clone(), move |_token| {
-                ran.store(true, Ordering::SeqCst);
-                7
-            })
-            .unwrap()
+            AbortableNative::builder()
+                .child_of(&source.token())
+                .spawn_on(&spawner, move |_token| {
+                    ran.store(true, Ordering::SeqCst);
+                    7
+                })
+                .unwrap()
         };
         let canceller = thread::spawn(move || {
             source.cancel(CancelReason::Requested);

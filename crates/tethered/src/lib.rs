@@ -41,7 +41,7 @@
 //!   the [`Spawner`] trait that puts it on a thread ([`ThreadSpawner`] here; tokio, smol and
 //!   async-std in the adapter crates).
 //! - [`NativeScope`]: a group of jobs, cancelled together, optionally bounded, shut down with
-//!   a deadline and a report of the stragglers; [`NativeJob`] names a job and sets its abandon
+//!   a deadline and a report of the stragglers; [`Builder`] names a job and sets its abandon
 //!   policy.
 //! - [`stats()`]: process-wide counts of running, detached and cancelled jobs, so a leak shows;
 //!   [`testing::assert_all_returned`] ends a test with proof of it.
@@ -69,6 +69,7 @@ mod builder;
 mod callback;
 mod cancel_on_drop;
 mod cancel_when;
+mod contain;
 mod error;
 mod handle;
 mod job;
@@ -86,13 +87,14 @@ mod token;
 mod trace;
 mod wait;
 
-pub use builder::NativeJob;
+#[allow(deprecated)]
+pub use builder::{Builder, NativeJob};
 pub use callback::CallbackGuard;
 pub use cancel_on_drop::{CancelOnDrop, CancelOnDropExt};
 pub use cancel_when::CancelWhen;
 pub use error::{JobPanic, NativeError, SpawnError};
 pub use handle::Tethered;
-pub use native::{AbortableNative, CancelAndJoin};
+pub use native::{AbortHandle, AbortableNative, CancelAndJoin};
 pub use reason::{CancelReason, Cancelled};
 pub use scope::{NativeScope, ScopeShutdown, ShutdownReport, Straggler, WaitIdle};
 pub use source::{CancelGuard, CancelSource};

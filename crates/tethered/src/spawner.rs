@@ -3,6 +3,9 @@
 use crate::sync::Arc;
 use std::fmt;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::contain::{drop_payload, panic_message};
 use crate::error::SpawnError;
 use crate::job::RunJob;
 use crate::sync::thread;
@@ -85,9 +88,19 @@ impl<S: Spawner + ?Sized> Spawner for Arc<S> {
 pub(crate) fn submit<S: Spawner + ?Sized>(spawner: &S, task: NativeTask) -> Result<(), SpawnError> {
     if task.is_cancelled() {
         task.run();
-        Ok(())
-    } else {
-        spawner.spawn(task)
+        return Ok(());
+    }
+    // A spawner is user code: a panic in it is a refusal, reported as an error. The task it
+    // was given is dropped during the unwind (so its job finishes unrun, as for any refusal).
+    match catch_unwind(AssertUnwindSafe(|| spawner.spawn(task))) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = panic_message(&*payload).to_owned();
+            drop_payload(payload);
+            Err(SpawnError::other(format!(
+                "the spawner panicked: {message}"
+            )))
+        }
     }
 }
 
@@ -105,7 +118,7 @@ impl NativeTask {
         NativeTask { job: Some(job) }
     }
 
-    /// The job's name, if it was given one with [`NativeJob::name`](crate::NativeJob::name).
+    /// The job's name, if it was given one with [`Builder::name`](crate::Builder::name).
     /// [`ThreadSpawner`] names the thread after it.
     pub fn name(&self) -> Option<&str> {
         self.job.as_ref().and_then(|job| job.name())
@@ -144,7 +157,7 @@ impl fmt::Debug for NativeTask {
 
 /// Runs each job on a new named `std` thread: the runtime-agnostic [`Spawner`].
 ///
-/// The thread is named after the job ([`NativeJob::name`](crate::NativeJob::name)), or else
+/// The thread is named after the job ([`Builder::name`](crate::Builder::name)), or else
 /// after the spawner ([`ThreadSpawner::name`]), or else [`ThreadSpawner::DEFAULT_THREAD_NAME`].
 ///
 /// ```

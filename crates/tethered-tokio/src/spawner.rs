@@ -1,6 +1,6 @@
 //! [`TokioSpawner`]: puts tethered jobs on a tokio runtime's blocking pool.
 
-use tethered::{NativeTask, SpawnError, Spawner};
+use tethered::{Runnable, SpawnError, Spawner};
 use tokio::runtime::Handle;
 
 /// The name [`SpawnError`]s of this crate give the runtime.
@@ -109,7 +109,7 @@ impl TokioSpawner {
 }
 
 impl Spawner for TokioSpawner {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         // `spawn_blocking` never reports a refusal: once the runtime's blocking pool has begun
         // shutting down it drops the closure unrun, on this thread, before returning (tokio 1.x,
         // `runtime/blocking/pool.rs`, `spawn_task`). The core sees the task dropped during

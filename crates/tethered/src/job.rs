@@ -182,7 +182,7 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    /// A new queued job. The caller must then hand a [`NativeTask`](crate::NativeTask) of it to a
+    /// A new queued job. The caller must then hand a [`Runnable`](crate::Runnable) of it to a
     /// spawner, and call [`Job::watch`] once it is shared.
     pub(crate) fn new(
         f: F,
@@ -345,7 +345,7 @@ where
                 stats::job_dequeued();
                 Some(f)
             }
-            // A runner runs once (`NativeTask::run` takes `self`), so this is unreachable;
+            // A runner runs once (`Runnable::run` takes `self`), so this is unreachable;
             // leave the stage as it was rather than run anything twice.
             other => {
                 state.stage = other;

@@ -11,7 +11,7 @@ use crate::error::{NativeError, SpawnError};
 use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
-use crate::spawner::{NativeTask, Spawner, ThreadSpawner, submit};
+use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::token::CancelToken;
 
 /// The handle to a job running `FnOnce(CancelToken) -> T` on a native thread.
@@ -139,11 +139,11 @@ impl<T: Send + 'static> AbortableNative<T> {
     /// as tokio's own `spawn_blocking` handle resolves to a cancelled `JoinError` then.
     ///
     /// ```
-    /// use tethered::{AbortableNative, CancelReason, NativeError, NativeTask, SpawnError, Spawner};
+    /// use tethered::{AbortableNative, CancelReason, NativeError, Runnable, SpawnError, Spawner};
     ///
     /// struct Closed;
     /// impl Spawner for Closed {
-    ///     fn spawn(&self, _task: NativeTask) -> Result<(), SpawnError> {
+    ///     fn spawn(&self, _task: Runnable) -> Result<(), SpawnError> {
     ///         Err(SpawnError::shutdown("example pool"))
     ///     }
     /// }
@@ -192,7 +192,7 @@ impl<T: Send + 'static> AbortableNative<T> {
         mut options: JobOptions,
         observer: Option<Arc<dyn FinishObserver>>,
         f: F,
-    ) -> (Arc<Job<T, F>>, NativeTask)
+    ) -> (Arc<Job<T, F>>, Runnable)
     where
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
@@ -200,7 +200,7 @@ impl<T: Send + 'static> AbortableNative<T> {
         let source = parent.map_or_else(CancelSource::new, CancelToken::child);
         let job = Arc::new(Job::new(f, source, options, observer));
         job.watch();
-        let task = NativeTask::new(job.clone());
+        let task = Runnable::new(job.clone());
         (job, task)
     }
 

@@ -29,7 +29,7 @@ use crate::error::SpawnError;
 use crate::job::{FinishObserver, JobControl, JobOptions};
 use crate::native::AbortableNative;
 use crate::reason::CancelReason;
-use crate::spawner::{NativeTask, Spawner, ThreadSpawner, submit};
+use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::sync::{self, Arc, Condvar, DataMutex, Mutex};
 use crate::token::CancelToken;
 
@@ -74,7 +74,7 @@ struct Inner {
     jobs: BTreeMap<u64, Entry>,
     holding_slot: usize,
     max_running: Option<usize>,
-    pending: VecDeque<(u64, NativeTask)>,
+    pending: VecDeque<(u64, Runnable)>,
     closed: bool,
     /// A thread is handing pending tasks out; others leave it to that thread.
     draining: bool,

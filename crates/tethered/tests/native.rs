@@ -399,7 +399,7 @@ fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
 struct ShutDownPool;
 
 impl tethered::Spawner for ShutDownPool {
-    fn spawn(&self, task: tethered::NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: tethered::Runnable) -> Result<(), SpawnError> {
         drop(task);
         Ok(())
     }

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::Duration;
 
 use tethered::{
-    AbortableNative, CancelReason, CancelSource, NativeError, NativeScope, NativeTask, SpawnError,
+    AbortableNative, CancelReason, CancelSource, NativeError, NativeScope, Runnable, SpawnError,
     Spawner, stats,
 };
 
@@ -26,9 +26,7 @@ struct PanicsOnDrop;
 
 impl Drop for PanicsOnDrop {
     fn drop(&mut self) {
-        if !thread::panicking() {
-            panic!("a payload that panics when dropped");
-        }
+        panic!("a payload that panics when dropped");
     }
 }
 
@@ -209,7 +207,7 @@ struct PanicsOnce {
 }
 
 impl Spawner for PanicsOnce {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             panic!("a spawner that panics on purpose");
         }

@@ -10,7 +10,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tethered::{NativeJob, NativeScope};
+use tethered::{Builder, NativeScope};
 
 const WORKERS: usize = 8;
 const GRACE: Duration = Duration::from_millis(500);
@@ -38,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A job stuck in a call that cannot be interrupted (a C library, a blocking read without a
     // timeout): it ignores its token until `release` lets it go.
     let (release, stuck) = mpsc::channel::<()>();
-    NativeJob::builder()
+    Builder::new()
         .name("legacy-import")
         .spawn_in(&scope, move |_token| {
             let _ = started_tx.send(());

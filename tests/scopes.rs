@@ -1,4 +1,4 @@
-//! `NativeScope` and `NativeJob` on the real runtimes: tokio's blocking pool and smol's.
+//! `NativeScope` and `Builder` on the real runtimes: tokio's blocking pool and smol's.
 //!
 //! Each behaviour is written once, generic over the runtime, and run on both.
 
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
-use tethered::{CancelReason, NativeError, NativeJob, NativeScope, Spawner};
+use tethered::{Builder, CancelReason, NativeError, NativeScope, Spawner};
 
 /// What a behaviour needs of a runtime: its spawner and a way to block on a future.
 trait Runtime {
@@ -116,7 +116,7 @@ fn a_stuck_job_is_a_named_straggler(rt: impl Runtime) {
     let scope = NativeScope::with_spawner(rt.spawner());
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
-    NativeJob::builder()
+    Builder::new()
         .name("stuck-sandbox")
         .spawn_in(&scope, move |_token| {
             started_tx.send(()).unwrap();
@@ -198,7 +198,7 @@ fn abandon_after_on_the_runtime(rt: impl Runtime) {
     let base = tethered::stats();
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .abandon_after(Duration::from_millis(50))
         .spawn_on(&rt.spawner(), move |_| {
             started_tx.send(()).unwrap();
@@ -304,7 +304,7 @@ fn tokio_shutdown_of_500_running_jobs_and_a_stuck_one() {
     for i in 0..500 {
         let running = running.clone();
         let last_return = last_return.clone();
-        NativeJob::builder()
+        Builder::new()
             .name(format!("poller-{i}"))
             .spawn_in(&scope, move |token| {
                 running.fetch_add(1, Ordering::SeqCst);
@@ -319,7 +319,7 @@ fn tokio_shutdown_of_500_running_jobs_and_a_stuck_one() {
             .detach();
     }
     let (release_tx, release) = mpsc::channel::<()>();
-    NativeJob::builder()
+    Builder::new()
         .name("stuck-sandbox-7")
         .spawn_in(&scope, move |_token| release.recv().unwrap())
         .unwrap()

@@ -114,7 +114,7 @@ impl JoinableSpawner {
 }
 
 impl tethered::Spawner for JoinableSpawner {
-    fn spawn(&self, task: tethered::NativeTask) -> Result<(), tethered::SpawnError> {
+    fn spawn(&self, task: tethered::Runnable) -> Result<(), tethered::SpawnError> {
         let handle = thread::spawn(move || task.run());
         self.threads.lock().unwrap().push(handle);
         Ok(())
@@ -130,18 +130,18 @@ impl std::fmt::Debug for JoinableSpawner {
 /// A [`tethered::Spawner`] that keeps tasks until the model runs or drops them.
 #[derive(Debug, Default)]
 pub struct HeldSpawner {
-    tasks: std::sync::Mutex<Vec<tethered::NativeTask>>,
+    tasks: std::sync::Mutex<Vec<tethered::Runnable>>,
 }
 
 impl HeldSpawner {
     /// Takes the oldest held task.
-    pub fn take(&self) -> tethered::NativeTask {
+    pub fn take(&self) -> tethered::Runnable {
         self.tasks.lock().unwrap().remove(0)
     }
 }
 
 impl tethered::Spawner for HeldSpawner {
-    fn spawn(&self, task: tethered::NativeTask) -> Result<(), tethered::SpawnError> {
+    fn spawn(&self, task: tethered::Runnable) -> Result<(), tethered::SpawnError> {
         self.tasks.lock().unwrap().push(task);
         Ok(())
     }

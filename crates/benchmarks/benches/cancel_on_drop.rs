@@ -126,6 +126,52 @@ fn fan_out(c: &mut Criterion) {
     group.finish();
 }
 
+/// Levels of the chain in `chain`: deep enough that the per-level cost dominates.
+const LEVELS: u64 = 1_000;
+
+fn chain(c: &mut Criterion) {
+    let mut group = c.benchmark_group("chain");
+    group.throughput(Throughput::Elements(LEVELS));
+    // As in `fan_out`, only the cancel of the root is timed; each level holds its handle.
+    group.bench_function("tokio_util", |b| {
+        b.iter_batched(
+            || {
+                let root = CancellationToken::new();
+                let mut levels = vec![root.clone()];
+                for _ in 0..LEVELS {
+                    let next = levels.last().unwrap().child_token();
+                    levels.push(next);
+                }
+                levels
+            },
+            |levels| {
+                levels[0].cancel();
+                levels
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("tethered", |b| {
+        b.iter_batched(
+            || {
+                let root = CancelSource::new();
+                let mut levels = vec![root.clone()];
+                for _ in 0..LEVELS {
+                    let next = levels.last().unwrap().child();
+                    levels.push(next);
+                }
+                levels
+            },
+            |levels| {
+                levels[0].cancel(CancelReason::Requested);
+                levels
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -138,5 +184,6 @@ fn main() {
     guard(&mut criterion);
     child(&mut criterion);
     fan_out(&mut criterion);
+    chain(&mut criterion);
     criterion.final_summary();
 }

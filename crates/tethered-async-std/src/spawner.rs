@@ -1,6 +1,6 @@
 //! [`AsyncStdSpawner`]: puts jobs on async-std's blocking pool.
 
-use tethered::{NativeTask, SpawnError, Spawner};
+use tethered::{Runnable, SpawnError, Spawner};
 
 /// Runs jobs with [`async_std::task::spawn_blocking`].
 ///
@@ -36,7 +36,7 @@ impl AsyncStdSpawner {
 
 impl Spawner for AsyncStdSpawner {
     /// Hands `task` to `async_std::task::spawn_blocking`; never fails.
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         // Dropping async-std's `JoinHandle` detaches its task, which is what we want: the job
         // runs unless its token is cancelled first, and cancelling is the token's business.
         // (`JoinHandle::cancel` would throw away a job that has not started.)

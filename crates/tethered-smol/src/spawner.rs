@@ -1,6 +1,6 @@
 //! [`SmolSpawner`]: puts jobs on the `blocking` thread pool, the pool behind `smol::unblock`.
 
-use tethered::{NativeTask, SpawnError, Spawner};
+use tethered::{Runnable, SpawnError, Spawner};
 
 /// Runs jobs on the process-wide [`blocking`] pool: the threads behind `smol::unblock`.
 ///
@@ -37,10 +37,10 @@ impl SmolSpawner {
 
 impl Spawner for SmolSpawner {
     /// Hands `task` to `blocking::unblock`; never fails.
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         // Detached, not dropped: dropping the `blocking::Task` would throw away a job that has
         // not started yet. Cancelling is the job token's business, and a job cancelled while
-        // queued is skipped by `NativeTask::run` without calling its closure.
+        // queued is skipped by `Runnable::run` without calling its closure.
         blocking::unblock(move || task.run()).detach();
         Ok(())
     }

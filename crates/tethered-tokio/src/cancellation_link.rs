@@ -118,11 +118,10 @@ pub fn link(source: &CancelSource, token: &CancellationToken) -> CancellationLin
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let shutdown = CancellationToken::new();
-/// let job = AbortableNative::spawn_with_source(
-///     &TokioSpawner::current(),
-///     tethered_tokio::cancel_source_from(&shutdown.child_token()),
-///     |token| token.wait(), // blocks until cancelled
-/// )?;
+/// let source = tethered_tokio::cancel_source_from(&shutdown.child_token());
+/// let job = AbortableNative::builder()
+///     .child_of(&source.token())
+///     .spawn_on(&TokioSpawner::current(), |token| token.wait())?; // blocks until cancelled
 /// let token = job.token();
 /// shutdown.cancel(); // the application shuts down...
 /// assert_eq!(token.reason(), Some(CancelReason::Requested)); // ...and the job has heard it

@@ -37,7 +37,7 @@
 //!   [`CancelReason::Timeout`](tethered::CancelReason::Timeout).
 //! - [`TokioSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for a runtime named by
 //!   its [`Handle`](tokio::runtime::Handle) and for the core's
-//!   [`AbortableNative::spawn_with_source`](tethered::AbortableNative::spawn_with_source).
+//!   [`Builder::spawn_on`](tethered::Builder::spawn_on).
 //! - With the `tokio-util` feature, [`link`] and [`cancel_source_from`] tie tethered sources to
 //!   `tokio_util::sync::CancellationToken`s both ways.
 //!

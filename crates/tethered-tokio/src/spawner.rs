@@ -1,6 +1,6 @@
 //! [`TokioSpawner`]: puts tethered jobs on a tokio runtime's blocking pool.
 
-use tethered::{NativeTask, SpawnError, Spawner};
+use tethered::{Runnable, SpawnError, Spawner};
 use tokio::runtime::Handle;
 
 /// The name [`SpawnError`]s of this crate give the runtime.
@@ -15,7 +15,7 @@ const NO_RUNTIME_HINT: &str = "call it from a tokio task or from a thread inside
 ///
 /// [`spawn_native`](crate::spawn_native) uses the runtime it is called from; a `TokioSpawner`
 /// names the runtime explicitly, e.g. to spawn from a thread outside it, or to combine it with
-/// [`AbortableNative::spawn_with_source`](tethered::AbortableNative::spawn_with_source).
+/// [`Builder::spawn_on`](tethered::Builder::spawn_on).
 ///
 /// A job is refused with [`SpawnError::Shutdown`] once the runtime has begun shutting down:
 /// tokio itself would accept the closure silently and drop it unrun.
@@ -109,7 +109,7 @@ impl TokioSpawner {
 }
 
 impl Spawner for TokioSpawner {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         // `spawn_blocking` never reports a refusal: once the runtime's blocking pool has begun
         // shutting down it drops the closure unrun, on this thread, before returning (tokio 1.x,
         // `runtime/blocking/pool.rs`, `spawn_task`). The core sees the task dropped during

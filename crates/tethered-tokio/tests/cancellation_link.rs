@@ -138,18 +138,16 @@ fn a_cancellation_token_stops_a_native_job_on_tokio() {
             let probe = probe.clone();
             let shutdown = shutdown.clone();
             async move {
-                let job = AbortableNative::spawn_with_source(
-                    &TokioSpawner::current(),
-                    cancel_source_from(&shutdown.child_token()),
-                    {
+                let job = AbortableNative::builder()
+                    .child_of(&cancel_source_from(&shutdown.child_token()).token())
+                    .spawn_on(&TokioSpawner::current(), {
                         let probe = probe.clone();
                         move |token| {
                             probe.run_tethered(&token, || spin_until(|| token.is_cancelled()));
                             token.reason()
                         }
-                    },
-                )
-                .expect("spawn on a running runtime");
+                    })
+                    .expect("spawn on a running runtime");
                 assert!(wait_until_async(RETURN_BOUND, || probe.started()).await);
                 probe.mark_cancel(std::time::Instant::now());
                 shutdown.cancel();
@@ -175,8 +173,9 @@ fn a_native_job_cancelled_through_its_handle_cancels_a_linked_token() {
             async move {
                 let source = CancelSource::new();
                 let _link = link(&source, &token);
-                let job =
-                    AbortableNative::spawn_with_source(&TokioSpawner::current(), source, |t| {
+                let job = AbortableNative::builder()
+                    .child_of(&source.token())
+                    .spawn_on(&TokioSpawner::current(), |t| {
                         t.wait_timeout(Duration::from_secs(10))
                     })
                     .expect("spawn on a running runtime");

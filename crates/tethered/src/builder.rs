@@ -1,4 +1,4 @@
-//! [`NativeJob`]: a job's name, abandon policy and token, before it is spawned.
+//! [`Builder`]: a job's name, abandon policy and parent token, before it is spawned.
 
 use std::time::Duration;
 
@@ -11,13 +11,17 @@ use crate::spawner::{Spawner, ThreadSpawner};
 use crate::sync::Arc;
 use crate::token::CancelToken;
 
-/// Builds a native job with a name, an abandon policy or an outer token, then spawns it.
+/// Builds a native job with a name, an abandon policy or an outer token, then spawns it where
+/// its last call says: [`spawn`](Self::spawn) (a new thread), [`spawn_on`](Self::spawn_on) (a
+/// [`Spawner`]: a runtime's blocking pool, a thread pool) or [`spawn_in`](Self::spawn_in) (a
+/// [`NativeScope`], on the scope's spawner), as tokio's `task::Builder` ends in `spawn` or
+/// `spawn_on`. Made by [`AbortableNative::builder`] or [`Builder::new`].
 ///
 /// ```
 /// use std::time::Duration;
-/// use tethered::{NativeJob, ThreadSpawner};
+/// use tethered::{AbortableNative, ThreadSpawner};
 ///
-/// let job = NativeJob::builder()
+/// let job = AbortableNative::builder()
 ///     .name("sandbox-42")                       // thread name, Debug, reports, tracing
 ///     .abandon_after(Duration::from_secs(5))    // stop waiting 5 s after a cancel
 ///     .spawn_on(&ThreadSpawner::new(), |token| {
@@ -28,15 +32,37 @@ use crate::token::CancelToken;
 /// ```
 #[derive(Clone, Debug, Default)]
 #[must_use = "a builder does nothing until one of its spawn methods is called"]
-pub struct NativeJob {
+pub struct Builder {
     options: JobOptions,
-    source: Option<CancelSource>,
+    parent: Option<CancelToken>,
 }
 
-impl NativeJob {
+/// The builder's name before it became [`Builder`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `tethered::Builder` (made by `AbortableNative::builder()`); `NativeJob` read \
+            like the job itself"
+)]
+pub type NativeJob = Builder;
+
+impl Builder {
     /// A job with no name, no abandon grace, and a token of its own.
+    ///
+    /// ```
+    /// let job = tethered::Builder::new().name("sum").spawn(|_| 1 + 1);
+    /// assert_eq!(job.join_blocking().unwrap(), 2);
+    /// ```
+    pub fn new() -> Self {
+        Builder::default()
+    }
+
+    /// The constructor's name before [`Builder::new`] and [`AbortableNative::builder`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `AbortableNative::builder()` or `Builder::new()`"
+    )]
     pub fn builder() -> Self {
-        NativeJob::default()
+        Builder::default()
     }
 
     /// Names the job: the thread's name on [`ThreadSpawner`], and the name in `Debug` output,
@@ -54,13 +80,15 @@ impl NativeJob {
     ///
     /// Without it (the default), an awaited job resolves only when its closure has returned.
     ///
+    /// A `grace` too long for an `Instant` (such as `Duration::MAX`) never abandons.
+    ///
     /// ```
     /// use std::time::Duration;
-    /// use tethered::{CancelReason, NativeError, NativeJob};
+    /// use tethered::{AbortableNative, CancelReason, NativeError};
     ///
     /// let (started_tx, started) = std::sync::mpsc::channel();
     /// let (release, stuck) = std::sync::mpsc::channel::<()>();
-    /// let job = NativeJob::builder()
+    /// let job = AbortableNative::builder()
     ///     .abandon_after(Duration::from_millis(20))
     ///     .spawn(move |_token| {
     ///         started_tx.send(()).unwrap();
@@ -77,26 +105,40 @@ impl NativeJob {
         self
     }
 
-    /// Uses `source` as the job's cancellation source: cancelling it cancels the job, as does
-    /// dropping the handle.
-    pub fn source(mut self, source: CancelSource) -> Self {
-        self.source = Some(source);
-        self
+    /// Ties the job to `source`: as [`child_of`](Self::child_of)`(&source.token())`. The job
+    /// runs on a child token of `source` and never cancels `source` itself.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `child_of(&source.token())`: a job runs on its own child token of the \
+                caller's and never cancels the caller's source"
+    )]
+    pub fn source(self, source: CancelSource) -> Self {
+        self.child_of(&source.token())
     }
 
-    /// Ties the job to an outer token: the job's source becomes
-    /// [`parent.child()`](CancelToken::child).
+    /// Ties the job to an outer token: the job runs on its own child token of `parent`, so
+    /// cancelling `parent` cancels the job, and dropping or cancelling the job (or its
+    /// finishing) never touches `parent` or the parent's other children.
     ///
     /// ```
-    /// use tethered::{CancelReason, CancelSource, NativeError, NativeJob};
+    /// use tethered::{AbortableNative, CancelReason, CancelSource, NativeError};
     ///
     /// let request = CancelSource::new();
-    /// request.cancel(CancelReason::Timeout);
-    /// let job = NativeJob::builder().child_of(&request.token()).spawn(|_| 1);
-    /// assert!(matches!(job.join_blocking(), Err(NativeError::Cancelled(CancelReason::Timeout))));
+    /// let first = AbortableNative::builder().child_of(&request.token()).spawn(|t| t.wait());
+    /// let second = AbortableNative::builder().child_of(&request.token()).spawn(|t| t.wait());
+    /// drop(first); // cancels the first job only
+    /// assert!(!request.is_cancelled());
+    /// request.cancel(CancelReason::Timeout); // reaches every job still tied to it
+    /// let heard = match second.join_blocking() {
+    ///     Ok(reason) => reason,                                        // it was running
+    ///     Err(NativeError::Cancelled(reason)) => reason,               // it never started
+    ///     Err(other) => panic!("{other}"),
+    /// };
+    /// assert_eq!(heard, CancelReason::Timeout);
     /// ```
-    pub fn child_of(self, parent: &CancelToken) -> Self {
-        self.source(parent.child())
+    pub fn child_of(mut self, parent: &CancelToken) -> Self {
+        self.parent = Some(parent.clone());
+        self
     }
 
     /// Spawns on a new `std` thread ([`ThreadSpawner`]).
@@ -120,8 +162,7 @@ impl NativeJob {
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let (source, options) = self.into_parts();
-        AbortableNative::spawn_with(spawner, source, options, None, f)
+        AbortableNative::spawn_with(spawner, self.parent.as_ref(), self.options, None, f)
     }
 
     /// Spawns in `scope`: the scope's spawner runs it, and the scope cancels, counts and
@@ -131,13 +172,6 @@ impl NativeJob {
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let (source, options) = self.into_parts();
-        scope.spawn_with(source, options, f)
-    }
-
-    fn into_parts(self) -> (CancelSource, JobOptions) {
-        let mut options = self.options;
-        options.external_source = self.source.is_some();
-        (self.source.unwrap_or_default(), options)
+        scope.spawn_with(self.parent.as_ref(), self.options, f)
     }
 }

@@ -25,6 +25,9 @@ pin_project! {
         #[pin]
         signal: S,
         reason: Option<CancelReason>,
+        // The signal fired after the job had finished (sealed its token): its result is being
+        // published, so wait for it rather than report a cancel that never happened.
+        finishing: bool,
     }
 }
 
@@ -64,6 +67,7 @@ impl<J: Tethered, S: Future> CancelWhen<J, S> {
             job: Some(job),
             signal,
             reason: Some(reason),
+            finishing: false,
         }
     }
 }
@@ -82,26 +86,35 @@ impl<J: Tethered, S: Future> Future for CancelWhen<J, S> {
             *this.job = None;
             return Poll::Ready(result);
         }
-        if this.signal.poll(cx).is_pending() {
+        if *this.finishing || this.signal.poll(cx).is_pending() {
             return Poll::Pending;
         }
-        let mut reason = this
+        let reason = this
             .reason
             .take()
             .expect("`CancelWhen` holds its reason until it completes");
-        let mut job = this
+        let job = this
             .job
-            .take()
+            .as_ref()
             .expect("`CancelWhen` holds its job until it completes");
-        if !job.cancel(reason.clone()) {
-            // The job finished meanwhile (its result must not be lost), or was cancelled
-            // already for another reason, which is then the one to report.
-            if let Poll::Ready(result) = Pin::new(&mut job).poll(cx) {
-                return Poll::Ready(result);
-            }
-            reason = job.token().reason().unwrap_or(reason);
+        if job.cancel(reason.clone()) {
+            *this.job = None;
+            return Poll::Ready(Err(crate::NativeError::Cancelled(reason)));
         }
-        Poll::Ready(Err(crate::NativeError::Cancelled(reason)))
+        match job.token().reason() {
+            // Cancelled earlier for another reason, which is then the one to report.
+            Some(earlier) => {
+                *this.job = None;
+                Poll::Ready(Err(crate::NativeError::Cancelled(earlier)))
+            }
+            // The job finished first (its token is sealed): its result must not be lost. It
+            // is published right after the seal, and the job's poll above registered our
+            // waker for it.
+            None => {
+                *this.finishing = true;
+                Poll::Pending
+            }
+        }
     }
 }
 

@@ -34,7 +34,7 @@ pub enum NativeError {
     Panicked(JobPanic),
     /// The job was cancelled and its closure was still running `grace` later, so the handle
     /// stopped waiting (the job was built with
-    /// [`NativeJob::abandon_after`](crate::NativeJob::abandon_after)). The closure runs on,
+    /// [`Builder::abandon_after`](crate::Builder::abandon_after)). The closure runs on,
     /// counted in [`stats()`](crate::stats)`.detached` until it returns.
     Abandoned {
         /// Why the job was cancelled.

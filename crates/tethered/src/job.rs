@@ -42,9 +42,11 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::{Context, Poll, Waker};
+
 use std::time::{Duration, Instant};
 
 use crate::callback::CallbackGuard;
+use crate::contain::{drop_contained, run_contained};
 use crate::error::{JobPanic, NativeError, SpawnError};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
@@ -58,9 +60,9 @@ use crate::trace::JobSpan;
 pub(crate) struct JobOptions {
     pub(crate) name: Option<Arc<str>>,
     pub(crate) abandon_after: Option<Duration>,
-    /// The caller passed the job's source in, so a cancel can come from outside the handle
-    /// (an outer token, another holder of the source).
-    pub(crate) external_source: bool,
+    /// The job's token is the child of a caller's token, so a cancel can come from outside
+    /// the handle.
+    pub(crate) has_parent: bool,
 }
 
 /// Told when a job finishes, from the thread that finished it, with no lock held.
@@ -94,6 +96,9 @@ struct State<T, F> {
     detached: bool,
     /// The handle gave up waiting after the abandon grace.
     abandoned: Option<Duration>,
+    /// The handle is gone (dropped or detached): nobody will take the result, which is dropped
+    /// (contained) as soon as it exists.
+    released: bool,
     /// When the job's cancel callback ran, for tracing the cancel-to-return time.
     cancelled_at: Option<Instant>,
     /// The cancel event was traced (by the cancel callback or, if the closure returned
@@ -105,6 +110,8 @@ struct State<T, F> {
     /// tracing, a scope's queue): dropped when the job finishes, so a source shared by many
     /// jobs does not collect one per finished job.
     guards: Vec<CallbackGuard>,
+    /// The abandon deadline's timer entry: removed from the timer when the job finishes.
+    timer: Option<crate::timer::TimerEntry>,
 }
 
 enum Stage<T, F> {
@@ -146,6 +153,9 @@ pub(crate) trait JobControl: Send + Sync {
     fn keep_guard(&self, guard: CallbackGuard);
     /// Whether a scope tracks the job.
     fn in_scope(&self) -> bool;
+    /// The handle is gone: drop the result (contained) now if there is one, or as soon as it
+    /// is published.
+    fn release(&self);
 }
 
 /// The handle's view of a job, with the closure's type erased.
@@ -172,7 +182,7 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    /// A new queued job. The caller must then hand a [`NativeTask`](crate::NativeTask) of it to a
+    /// A new queued job. The caller must then hand a [`Runnable`](crate::Runnable) of it to a
     /// spawner, and call [`Job::watch`] once it is shared.
     pub(crate) fn new(
         f: F,
@@ -195,10 +205,12 @@ where
                 settled: false,
                 detached: false,
                 abandoned: None,
+                released: false,
                 cancelled_at: None,
                 cancel_traced: false,
                 sleepers: 0,
                 guards: Vec::new(),
+                timer: None,
             }),
             changed: Condvar::new(),
             observer,
@@ -212,7 +224,7 @@ where
     /// tracing). Nothing is registered otherwise, so a plain job costs no callback: its cancels
     /// come through its handle or scope, which finish a queued job themselves.
     pub(crate) fn watch(self: &Arc<Self>) {
-        if !self.options.external_source
+        if !self.options.has_parent
             && self.options.abandon_after.is_none()
             && !cfg!(feature = "tracing")
         {
@@ -250,15 +262,28 @@ where
             self.finish_if_queued();
         }
         if let Some(grace) = self.options.abandon_after {
+            // A grace too long for an `Instant` (`Duration::MAX`) never abandons.
+            let Some(deadline) = Instant::now().checked_add(grace) else {
+                return;
+            };
             let job = Arc::downgrade(&self);
-            crate::timer::schedule(
-                Instant::now() + grace,
+            let entry = crate::timer::schedule(
+                deadline,
                 Box::new(move || {
                     if let Some(job) = job.upgrade() {
                         job.abandon(grace);
                     }
                 }),
             );
+            match entry {
+                // Removed from the timer when the job finishes, so a job that returns early
+                // keeps nothing in the timer until its deadline.
+                Ok(entry) => self.keep_timer(entry),
+                // No timer thread (the OS refused one): the handle waits for the closure, as
+                // without an abandon policy; the failure is traced and the caller's cancel
+                // still reaches the closure.
+                Err(err) => self.span.timer_failed(&err),
+            }
         }
     }
 
@@ -281,7 +306,7 @@ where
             self.changed.notify_all();
         }
         if let Some(waker) = waker {
-            waker.wake();
+            run_contained(|| waker.wake());
         }
     }
 
@@ -320,7 +345,7 @@ where
                 stats::job_dequeued();
                 Some(f)
             }
-            // A runner runs once (`NativeTask::run` takes `self`), so this is unreachable;
+            // A runner runs once (`Runnable::run` takes `self`), so this is unreachable;
             // leave the stage as it was rather than run anything twice.
             other => {
                 state.stage = other;
@@ -330,17 +355,31 @@ where
     }
 
     /// Publishes `result` and wakes whoever waits for it.
+    ///
+    /// First the job's token is sealed: from here on a cancel is a no-op that says so (returns
+    /// `false`), so "finished" and "cancelled" are decided in one place, the token's lock.
     fn finish(&self, result: Result<T, NativeError>) {
+        self.source.state.seal();
         // Deregisters the job's own callbacks before the result is published, so whoever sees
         // the job finished also sees its registrations gone. One of them may be running right
         // now (this finish may even come from inside it): a guard dropped inside its own
         // callback returns at once, and one running elsewhere is waited for, with no lock of
         // ours held.
-        let guards = std::mem::take(&mut sync::lock(&self.state).guards);
-        drop(guards);
-        let (waker, sleepers, late_guards) = {
+        let (guards, timer) = {
             let mut state = sync::lock(&self.state);
-            state.stage = Stage::Finished(result);
+            (std::mem::take(&mut state.guards), state.timer.take())
+        };
+        drop(guards);
+        drop(timer);
+        let (waker, sleepers, late_guards, unwanted) = {
+            let mut state = sync::lock(&self.state);
+            let unwanted = if state.released {
+                state.stage = Stage::Taken;
+                Some(result)
+            } else {
+                state.stage = Stage::Finished(result);
+                None
+            };
             if state.accepted {
                 settle(&mut state, &self.source);
             }
@@ -351,18 +390,35 @@ where
                 state.waker.take(),
                 state.sleepers,
                 std::mem::take(&mut state.guards),
+                unwanted,
             )
         };
+        // Nobody will take it: its drop (a panic payload's, a value's) is user code.
+        drop_contained(unwanted);
         if sleepers > 0 {
             self.changed.notify_all();
         }
         if let Some(waker) = waker {
-            waker.wake();
+            run_contained(|| waker.wake());
         }
         // A guard kept while the first ones were being dropped.
         drop(late_guards);
         if let Some(observer) = &self.observer {
             observer.job_finished(self.id);
+        }
+    }
+
+    /// Keeps the abandon deadline's timer entry until the job finishes (removes it at once if
+    /// the job has finished already).
+    fn keep_timer(&self, entry: crate::timer::TimerEntry) {
+        let mut state = sync::lock(&self.state);
+        if state.stage.is_finished() {
+            drop(state);
+            drop(entry);
+        } else {
+            let old = state.timer.replace(entry);
+            drop(state);
+            drop(old);
         }
     }
 
@@ -400,7 +456,7 @@ where
         let token = self.source.token();
         if let Some(reason) = token.reason() {
             self.span.skipped(&reason);
-            drop(f);
+            drop_contained(f);
             self.finish(Err(NativeError::Cancelled(reason)));
             return;
         }
@@ -439,7 +495,7 @@ where
         if !rejected {
             self.source.cancel(CancelReason::Shutdown);
         }
-        drop(f);
+        drop_contained(f);
         self.finish(Err(NativeError::Cancelled(CancelReason::Shutdown)));
     }
 
@@ -483,7 +539,7 @@ where
             .reason()
             .unwrap_or(CancelReason::Requested);
         self.span.skipped(&reason);
-        drop(f);
+        drop_contained(f);
         self.finish(Err(NativeError::Cancelled(reason)));
     }
 
@@ -499,6 +555,21 @@ where
 
     fn in_scope(&self) -> bool {
         self.observer.is_some()
+    }
+
+    fn release(&self) {
+        let result = {
+            let mut state = sync::lock(&self.state);
+            state.released = true;
+            match std::mem::replace(&mut state.stage, Stage::Taken) {
+                Stage::Finished(result) => Some(result),
+                other => {
+                    state.stage = other;
+                    None
+                }
+            }
+        };
+        drop_contained(result);
     }
 
     fn mark_detached(&self) -> bool {
@@ -563,7 +634,7 @@ where
                 };
                 drop(state);
                 // A waker's drop is foreign code: never under our lock (invariant 4).
-                drop(replaced);
+                drop_contained(replaced);
                 Poll::Pending
             }
         }

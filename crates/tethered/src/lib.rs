@@ -35,14 +35,19 @@
 //! - [`CancelSource`] / [`CancelToken`]: the owner and observer sides of one cancellation.
 //!   [`CancelToken::is_cancelled`] is one atomic load; [`CancelToken::cancelled`] is a future;
 //!   [`CancelToken::wait_timeout`] an interruptible sleep; [`CancelToken::on_cancel`] pushes
-//!   the cancel into code that cannot poll; [`CancelToken::child`] links sources into a tree.
+//!   the cancel into code that cannot poll; [`CancelToken::child`] links sources into a tree;
+//!   [`CancelToken::never`] is a token for callers with nothing to cancel;
+//!   [`CancelSource::cancel_after`] sets a deadline; [`CancelToken::run_until_cancelled`]
+//!   races async code against a token.
 //! - [`CancelOnDrop`]: wraps any future so that dropping it unfinished cancels a source.
 //! - [`AbortableNative`]: a job on a native thread, tethered to the future that awaits it, and
-//!   the [`Spawner`] trait that puts it on a thread ([`ThreadSpawner`] here; tokio, smol and
-//!   async-std in the adapter crates).
+//!   the [`Spawner`] trait that puts its [`Runnable`] on a thread ([`ThreadSpawner`] here;
+//!   tokio, smol and async-std in the adapter crates). [`AbortHandle`] cancels one job from
+//!   elsewhere; [`Tethered`] is what every handle to tethered work (a thread's, a child
+//!   process's) has in common, so timeouts take any of them.
 //! - [`NativeScope`]: a group of jobs, cancelled together, optionally bounded, shut down with
-//!   a deadline and a report of the stragglers; [`NativeJob`] names a job and sets its abandon
-//!   policy.
+//!   a deadline and a report of the stragglers; [`Builder`] (from [`AbortableNative::builder`])
+//!   names a job, ties it to an outer token and sets its abandon policy.
 //! - [`stats()`]: process-wide counts of running, detached and cancelled jobs, so a leak shows;
 //!   [`testing::assert_all_returned`] ends a test with proof of it.
 //!
@@ -55,9 +60,34 @@
 //! # Guarantees
 //!
 //! - Dropping an unfinished [`AbortableNative`] cancels its token with [`CancelReason::Dropped`].
+//! - One lifecycle per job: every job runs on its own token (a child of the token the caller
+//!   gives, if any), and finishing seals it. A cancel and a finish are decided in one place,
+//!   under that token's lock: cancelling or dropping a finished job changes nothing (its
+//!   `cancel` returns `false`), a job never cancels its caller's token or its siblings, and
+//!   [`CancelWhen`] (every adapter's `timeout`) never drops a result that was published.
 //! - A job cancelled before its closure started never runs its closure.
-//! - A panic in a closure or a callback is caught and reported, never propagated into the
-//!   executor or the cancelling thread.
+//! - Callbacks run one at a time, in registration order, on the cancelling thread; one
+//!   registered while a cancel still runs earlier ones waits its turn there. Once the cancel
+//!   is over, a registration runs inline. A parent's callbacks run before its children are
+//!   cancelled.
+//! - The token tree is stack-safe: cancel and drop walk it with loops, so a chain of a million
+//!   levels cancels and drops on a default 2 MiB stack.
+//! - Every grace, timeout and deadline saturates: `Duration::MAX` means never.
+//!
+//! # Where a panic goes
+//!
+//! No panic from user code leaves a call into this crate, aborts the process, or leaves its
+//! state half-changed; each is counted in [`stats()`]:
+//!
+//! - a job's closure: its handle resolves to [`NativeError::Panicked`] (`panicked`);
+//! - an `on_cancel` callback: caught, the other callbacks still run (`callback_panics`);
+//! - the `Drop` of a value the crate drops for you (a closure skipped unrun and what it
+//!   captured, a result nobody took, a deregistered callback, a waker): caught (`drop_panics`);
+//! - a panic payload whose own `Drop` panics: leaked on purpose (`leaked_payloads`);
+//! - a [`Spawner`] that panics: the spawn fails with a [`SpawnError`] naming the panic;
+//! - a waker that panics when woken: caught, as a callback's panic is.
+//!
+//! The panic hook still prints each panic as it happens.
 //! - No callback, waker or user `Drop` ever runs while a lock of this crate is held.
 //! - Every concurrent state machine here is model-checked with [loom](https://docs.rs/loom)
 //!   (see `loom-tests/` in the repository).
@@ -69,6 +99,7 @@ mod builder;
 mod callback;
 mod cancel_on_drop;
 mod cancel_when;
+mod contain;
 mod error;
 mod handle;
 mod job;
@@ -84,19 +115,23 @@ pub mod testing;
 mod timer;
 mod token;
 mod trace;
+mod until;
 mod wait;
 
-pub use builder::NativeJob;
+#[allow(deprecated)]
+pub use builder::{Builder, NativeJob};
 pub use callback::CallbackGuard;
 pub use cancel_on_drop::{CancelOnDrop, CancelOnDropExt};
 pub use cancel_when::CancelWhen;
 pub use error::{JobPanic, NativeError, SpawnError};
 pub use handle::Tethered;
-pub use native::{AbortableNative, CancelAndJoin};
+pub use native::{AbortHandle, AbortableNative, CancelAndJoin};
 pub use reason::{CancelReason, Cancelled};
 pub use scope::{NativeScope, ScopeShutdown, ShutdownReport, Straggler, WaitIdle};
 pub use source::{CancelGuard, CancelSource};
-pub use spawner::{NativeTask, Spawner, ThreadSpawner};
+#[allow(deprecated)]
+pub use spawner::{NativeTask, Runnable, Spawner, ThreadSpawner};
 pub use stats::{NativeStats, stats};
 pub use token::CancelToken;
+pub use until::RunUntilCancelled;
 pub use wait::WaitCancelled;

@@ -6,11 +6,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use crate::builder::Builder;
 use crate::error::{NativeError, SpawnError};
 use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
-use crate::spawner::{NativeTask, Spawner, ThreadSpawner, submit};
+use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::token::CancelToken;
 
 /// The handle to a job running `FnOnce(CancelToken) -> T` on a native thread.
@@ -28,7 +29,7 @@ use crate::token::CancelToken;
 /// - `Err(NativeError::Panicked(..))`: the closure panicked; the panic never reaches the task
 ///   that awaits.
 /// - `Err(NativeError::Abandoned { .. })`: only for a job built with
-///   [`NativeJob::abandon_after`](crate::NativeJob::abandon_after): it was cancelled and its
+///   [`Builder::abandon_after`](crate::Builder::abandon_after): it was cancelled and its
 ///   closure was still running a grace period later, so the handle stopped waiting; the job
 ///   now counts as detached.
 ///
@@ -93,17 +94,12 @@ impl<T: Send + 'static> AbortableNative<T> {
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        Self::spawn_with(spawner, CancelSource::new(), JobOptions::default(), None, f)
+        Self::spawn_with(spawner, None, JobOptions::default(), None, f)
     }
 
-    /// Runs `f` through `spawner`, with a token of `source`: the job is cancelled when the
-    /// handle is dropped unfinished *or* when `source` is cancelled. Pass
-    /// [`token.child()`](CancelToken::child) to tie a job to a request-wide token.
-    ///
-    /// The job owns `source` from now on: dropping the handle unfinished (or
-    /// [`cancel`](Self::cancel)) cancels `source` itself, so every other holder of it sees the
-    /// cancel too. To let several jobs hear one outer cancel without hearing each other's, give
-    /// each its own child, as below.
+    /// Runs `f` through `spawner`, on a child token of `source`: the job is cancelled when the
+    /// handle is dropped unfinished *or* when `source` is cancelled; the job never cancels
+    /// `source` itself.
     ///
     /// ```
     /// use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, ThreadSpawner};
@@ -118,6 +114,10 @@ impl<T: Send + 'static> AbortableNative<T> {
     /// assert!(matches!(job.join_blocking(), Err(NativeError::Cancelled(CancelReason::Timeout))));
     /// # Ok::<(), tethered::SpawnError>(())
     /// ```
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `AbortableNative::builder().child_of(&source.token()).spawn_on(spawner, f)`"
+    )]
     pub fn spawn_with_source<S, F>(
         spawner: &S,
         source: CancelSource,
@@ -127,11 +127,9 @@ impl<T: Send + 'static> AbortableNative<T> {
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let options = JobOptions {
-            external_source: true,
-            ..JobOptions::default()
-        };
-        Self::spawn_with(spawner, source, options, None, f)
+        Builder::new()
+            .child_of(&source.token())
+            .spawn_on(spawner, f)
     }
 
     /// Like [`spawn_on`](Self::spawn_on), for code that has no way to handle an error, such
@@ -141,11 +139,11 @@ impl<T: Send + 'static> AbortableNative<T> {
     /// as tokio's own `spawn_blocking` handle resolves to a cancelled `JoinError` then.
     ///
     /// ```
-    /// use tethered::{AbortableNative, CancelReason, NativeError, NativeTask, SpawnError, Spawner};
+    /// use tethered::{AbortableNative, CancelReason, NativeError, Runnable, SpawnError, Spawner};
     ///
     /// struct Closed;
     /// impl Spawner for Closed {
-    ///     fn spawn(&self, _task: NativeTask) -> Result<(), SpawnError> {
+    ///     fn spawn(&self, _task: Runnable) -> Result<(), SpawnError> {
     ///         Err(SpawnError::shutdown("example pool"))
     ///     }
     /// }
@@ -159,7 +157,7 @@ impl<T: Send + 'static> AbortableNative<T> {
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let (job, task) = Self::prepare(CancelSource::new(), JobOptions::default(), None, f);
+        let (job, task) = Self::prepare(None, JobOptions::default(), None, f);
         let refused = submit(spawner, task).is_err();
         if refused || job.accept().is_err() {
             // The spawner dropped the task: the job finished unrun, with `Shutdown`. The
@@ -170,10 +168,10 @@ impl<T: Send + 'static> AbortableNative<T> {
         Self::handle(job)
     }
 
-    /// The one way a job is made: `NativeJob` and `NativeScope` come through here too.
+    /// The one way a job is made: `Builder` and `NativeScope` come through here too.
     pub(crate) fn spawn_with<S, F>(
         spawner: &S,
-        source: CancelSource,
+        parent: Option<&CancelToken>,
         options: JobOptions,
         observer: Option<Arc<dyn FinishObserver>>,
         f: F,
@@ -182,24 +180,27 @@ impl<T: Send + 'static> AbortableNative<T> {
         S: Spawner + ?Sized,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let (job, task) = Self::prepare(source, options, observer, f);
+        let (job, task) = Self::prepare(parent, options, observer, f);
         submit(spawner, task)?;
         Self::accepted(job, spawner)
     }
 
-    /// Makes the job and its task, before any spawner sees it.
+    /// Makes the job and its task, before any spawner sees it. The job's token is its own: a
+    /// child of `parent`, if given.
     pub(crate) fn prepare<F>(
-        source: CancelSource,
-        options: JobOptions,
+        parent: Option<&CancelToken>,
+        mut options: JobOptions,
         observer: Option<Arc<dyn FinishObserver>>,
         f: F,
-    ) -> (Arc<Job<T, F>>, NativeTask)
+    ) -> (Arc<Job<T, F>>, Runnable)
     where
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
+        options.has_parent = parent.is_some();
+        let source = parent.map_or_else(CancelSource::new, CancelToken::child);
         let job = Arc::new(Job::new(f, source, options, observer));
         job.watch();
-        let task = NativeTask::new(job.clone());
+        let task = Runnable::new(job.clone());
         (job, task)
     }
 
@@ -229,16 +230,34 @@ impl<T: Send + 'static> AbortableNative<T> {
     }
 }
 
+impl AbortableNative<()> {
+    /// A [`Builder`] for a job (of any output type: the `()` here only names the function) with a name, an abandon policy or an outer token.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelSource};
+    ///
+    /// let request = CancelSource::new();
+    /// let job = AbortableNative::builder()
+    ///     .name("render-3")
+    ///     .child_of(&request.token())
+    ///     .spawn(|token| token.is_cancelled());
+    /// assert_eq!(job.join_blocking().unwrap(), false);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+}
+
 impl<T> AbortableNative<T> {
     fn named(mut self) -> Self {
         self.name = self.job.as_ref().and_then(|job| job.name().map(Arc::from));
         self
     }
 
-    /// The job's name, if it was given one with [`NativeJob::name`](crate::NativeJob::name).
+    /// The job's name, if it was given one with [`Builder::name`](crate::Builder::name).
     ///
     /// ```
-    /// let job = tethered::NativeJob::builder().name("render-3").spawn(|_| ());
+    /// let job = tethered::Builder::new().name("render-3").spawn(|_| ());
     /// assert_eq!(job.name(), Some("render-3"));
     /// # job.join_blocking().unwrap();
     /// ```
@@ -276,12 +295,37 @@ impl<T> AbortableNative<T> {
         let Some(job) = &self.job else {
             return false;
         };
-        if job.is_finished() {
+        // One decision point: the token's lock. A job that finished has sealed its token, so
+        // this cancel is a no-op; one that has not is cancelled before it can seal.
+        if !self.token.state.cancel(reason) {
             return false;
         }
-        let cancelled = self.token.state.cancel(reason);
         job.finish_if_queued();
-        cancelled
+        true
+    }
+
+    /// A cheap, clonable handle that cancels this job from elsewhere (another task, a
+    /// callback, a signal handler thread) without owning its result.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, NativeError};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// let abort = job.abort_handle();
+    /// std::thread::spawn(move || abort.cancel(CancelReason::Requested));
+    /// match job.join_blocking() {
+    ///     Ok(reason) => assert_eq!(reason, CancelReason::Requested), // it had started
+    ///     Err(err) => assert!(err.is_cancelled()),                  // or it never ran
+    /// }
+    /// ```
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            token: self.token.clone(),
+            job: self.job.as_ref().map(|job| {
+                let control: Arc<dyn JobControl> = job.clone();
+                Arc::downgrade(&control)
+            }),
+        }
     }
 
     /// Whether the job is finished: its closure has returned, or it will never run.
@@ -378,6 +422,7 @@ impl<T> AbortableNative<T> {
             if !job.in_scope() {
                 job.mark_detached();
             }
+            job.release();
         }
     }
 }
@@ -400,6 +445,10 @@ impl<T> Drop for AbortableNative<T> {
     fn drop(&mut self) {
         // A no-op once the job finished, or once the handle was joined or detached.
         self.cancel(CancelReason::Dropped);
+        if let Some(job) = self.job.take() {
+            // A result nobody took is dropped contained (a panic payload's `Drop` may panic).
+            job.release();
+        }
     }
 }
 
@@ -410,6 +459,65 @@ impl<T> fmt::Debug for AbortableNative<T> {
             debug.field("name", name);
         }
         debug
+            .field("finished", &self.is_finished())
+            .field("cancelled", &self.token.is_cancelled())
+            .finish()
+    }
+}
+
+/// Cancels one job from anywhere, without owning its result; made by
+/// [`AbortableNative::abort_handle`]. Cloning is cheap (two reference counts), and it keeps
+/// neither the job nor its result alive.
+#[derive(Clone)]
+pub struct AbortHandle {
+    token: CancelToken,
+    job: Option<crate::sync::Weak<dyn JobControl>>,
+}
+
+impl AbortHandle {
+    /// Cancels the job with `reason`, as [`AbortableNative::cancel`] does: `true` if this
+    /// call cancelled it, `false` if it was cancelled already or has finished.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason};
+    ///
+    /// let job = AbortableNative::spawn(|_| 5);
+    /// let abort = job.abort_handle();
+    /// assert_eq!(job.join_blocking().unwrap(), 5);
+    /// assert!(!abort.cancel(CancelReason::Requested)); // finished: nothing to cancel
+    /// ```
+    pub fn cancel(&self, reason: CancelReason) -> bool {
+        if !self.token.state.cancel(reason) {
+            return false;
+        }
+        if let Some(job) = self.job.as_ref().and_then(|job| job.upgrade()) {
+            job.finish_if_queued();
+        }
+        true
+    }
+
+    /// Cancels with [`CancelReason::Requested`]; see [`cancel`](Self::cancel).
+    pub fn abort(&self) -> bool {
+        self.cancel(CancelReason::Requested)
+    }
+
+    /// Whether the job has finished (or its handle resolved and let go of it).
+    pub fn is_finished(&self) -> bool {
+        self.job
+            .as_ref()
+            .and_then(|job| job.upgrade())
+            .is_none_or(|job| job.is_finished())
+    }
+
+    /// A token of the job: cancelled when the job is.
+    pub fn token(&self) -> CancelToken {
+        self.token.clone()
+    }
+}
+
+impl fmt::Debug for AbortHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AbortHandle")
             .field("finished", &self.is_finished())
             .field("cancelled", &self.token.is_cancelled())
             .finish()

@@ -24,12 +24,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::contain::drop_contained;
 use crate::error::SpawnError;
 use crate::job::{FinishObserver, JobControl, JobOptions};
 use crate::native::AbortableNative;
 use crate::reason::CancelReason;
-use crate::source::CancelSource;
-use crate::spawner::{NativeTask, Spawner, ThreadSpawner, submit};
+use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::sync::{self, Arc, Condvar, DataMutex, Mutex};
 use crate::token::CancelToken;
 
@@ -74,7 +74,7 @@ struct Inner {
     jobs: BTreeMap<u64, Entry>,
     holding_slot: usize,
     max_running: Option<usize>,
-    pending: VecDeque<(u64, NativeTask)>,
+    pending: VecDeque<(u64, Runnable)>,
     closed: bool,
     /// A thread is handing pending tasks out; others leave it to that thread.
     draining: bool,
@@ -155,19 +155,19 @@ impl NativeScope {
     /// Spawns `f` in the scope.
     ///
     /// Fails with [`SpawnError::ScopeClosed`] once the scope is shut down, or with the
-    /// spawner's error. Use [`NativeJob::spawn_in`](crate::NativeJob::spawn_in) for a named job
+    /// spawner's error. Use [`Builder::spawn_in`](crate::Builder::spawn_in) for a named job
     /// or one with an abandon policy.
     pub fn spawn<T, F>(&self, f: F) -> Result<AbortableNative<T>, SpawnError>
     where
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        self.spawn_with(CancelSource::new(), JobOptions::default(), f)
+        self.spawn_with(None, JobOptions::default(), f)
     }
 
     pub(crate) fn spawn_with<T, F>(
         &self,
-        source: CancelSource,
+        parent: Option<&CancelToken>,
         options: JobOptions,
         f: F,
     ) -> Result<AbortableNative<T>, SpawnError>
@@ -176,7 +176,7 @@ impl NativeScope {
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
         let observer: Arc<dyn FinishObserver> = self.state.clone();
-        let (job, task) = AbortableNative::prepare(source, options, Some(observer), f);
+        let (job, task) = AbortableNative::prepare(parent, options, Some(observer), f);
         let id = job.id();
         let submit_now = {
             let mut inner = sync::lock(&self.state.inner);
@@ -280,6 +280,7 @@ impl NativeScope {
             cancelled,
             idle: Some(self.wait_idle()),
             timer_waker: None,
+            timer: None,
         }
     }
 
@@ -557,6 +558,8 @@ pub struct ScopeShutdown {
     /// The waker the deadline timer wakes: the latest one this future was polled with (the
     /// future may move to another task between polls).
     timer_waker: Option<Arc<DataMutex<Waker>>>,
+    /// The deadline's entry in the timer: dropped (removed) with the shutdown or on completion.
+    timer: Option<crate::timer::TimerEntry>,
 }
 
 impl Future for ScopeShutdown {
@@ -575,12 +578,14 @@ impl Future for ScopeShutdown {
             .idle
             .as_mut()
             .is_some_and(|idle| Pin::new(idle).poll(cx).is_ready());
-        if !idle && !timed_out {
-            this.arm_timer(cx.waker());
+        // A deadline the timer thread cannot serve (the OS refused to start it) ends the wait
+        // now: a shutdown must not wait past its grace for a wake-up that never comes.
+        if !idle && !timed_out && this.arm_timer(cx.waker()).is_ok() {
             return Poll::Pending;
         }
-        // Marks the shutdown completed, and deregisters its waker.
+        // Marks the shutdown completed, and deregisters its waker and its timer entry.
         this.idle = None;
+        this.timer = None;
         Poll::Ready(this.state.report(this.started, this.grace, this.cancelled))
     }
 }
@@ -588,9 +593,9 @@ impl Future for ScopeShutdown {
 impl ScopeShutdown {
     /// Makes sure the deadline wakes `waker`: schedules the timer on the first call, and
     /// afterwards only updates the waker it will wake.
-    fn arm_timer(&mut self, waker: &Waker) {
+    fn arm_timer(&mut self, waker: &Waker) -> std::io::Result<()> {
         let Some(deadline) = self.deadline else {
-            return;
+            return Ok(());
         };
         match &self.timer_waker {
             Some(slot) => {
@@ -602,20 +607,25 @@ impl ScopeShutdown {
                         Some(std::mem::replace(&mut *stored, waker.clone()))
                     }
                 };
-                drop(replaced);
+                drop_contained(replaced);
             }
             None => {
                 let slot = Arc::new(DataMutex::new(waker.clone()));
-                self.timer_waker = Some(slot.clone());
-                crate::timer::schedule(
+                let entry = crate::timer::schedule(
                     deadline,
-                    Box::new(move || {
-                        let waker = sync::lock_data(&slot).clone();
-                        waker.wake();
+                    Box::new({
+                        let slot = slot.clone();
+                        move || {
+                            let waker = sync::lock_data(&slot).clone();
+                            waker.wake();
+                        }
                     }),
-                );
+                )?;
+                self.timer_waker = Some(slot);
+                self.timer = Some(entry);
             }
         }
+        Ok(())
     }
 }
 

@@ -69,6 +69,45 @@ impl CancelSource {
         self.state.is_cancelled()
     }
 
+    /// Cancels this source with [`CancelReason::Timeout`] once `delay` has passed, unless it is
+    /// cancelled (or dropped) first: a deadline for everything tied to it, on the crate's timer
+    /// thread, with no runtime needed. A `delay` too long for an `Instant` (`Duration::MAX`)
+    /// never fires. The deadline keeps neither the source nor anything else alive, and it
+    /// leaves the timer as soon as the source is cancelled or its last handle is dropped.
+    ///
+    /// # Errors
+    ///
+    /// Only if the timer thread is not running yet and the OS refuses to start it; nothing is
+    /// scheduled then, and a later call tries again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let request = CancelSource::new();
+    /// request.cancel_after(Duration::from_millis(10))?;
+    /// assert_eq!(request.token().wait(), CancelReason::Timeout);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
+        let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
+            return Ok(());
+        };
+        let state = Arc::downgrade(&self.state);
+        let entry = crate::timer::schedule(
+            deadline,
+            Box::new(move || {
+                if let Some(state) = state.upgrade() {
+                    state.cancel(CancelReason::Timeout);
+                }
+            }),
+        )?;
+        // The entry lives in a callback of this token: a cancel runs it (dropping the entry,
+        // which removes it from the timer), and a seal or the token's last drop drops it.
+        self.token().on_cancel(move |_| drop(entry)).detach();
+        Ok(())
+    }
+
     /// Turns the source into a guard that cancels it with [`CancelReason::Dropped`] when dropped,
     /// unless [`CancelGuard::disarm`] was called.
     ///

@@ -3,16 +3,19 @@
 use crate::sync::Arc;
 use std::fmt;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::contain::{drop_payload, panic_message};
 use crate::error::SpawnError;
 use crate::job::RunJob;
 use crate::sync::thread;
 
-/// Puts a [`NativeTask`] on a native thread.
+/// Puts a [`Runnable`] on a native thread.
 ///
 /// One implementation per runtime lives in its adapter crate (`tethered-tokio`,
 /// `tethered-smol`, `tethered-async-std`); [`ThreadSpawner`] is the runtime-agnostic default.
 ///
-/// A spawner must either run the task (call [`NativeTask::run`] exactly once, on a thread where
+/// A spawner must either run the task (call [`Runnable::run`] exactly once, on a thread where
 /// blocking is fine) or drop it. Dropping it is always safe: the job then finishes with
 /// [`NativeError::Cancelled`](crate::NativeError::Cancelled)`(`[`CancelReason::Shutdown`](crate::CancelReason::Shutdown)`)`,
 /// which is what a pool that shuts down with jobs still queued does. A spawner that drops the
@@ -20,13 +23,13 @@ use crate::sync::thread;
 /// reports a [`SpawnError`].
 ///
 /// ```
-/// use tethered::{AbortableNative, NativeTask, SpawnError, Spawner};
+/// use tethered::{AbortableNative, Runnable, SpawnError, Spawner};
 ///
 /// /// Runs every job on a fresh `std` thread with a big stack.
 /// struct BigStack;
 ///
 /// impl Spawner for BigStack {
-///     fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+///     fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
 ///         std::thread::Builder::new()
 ///             .stack_size(16 << 20)
 ///             .spawn(move || task.run())
@@ -40,7 +43,7 @@ use crate::sync::thread;
 /// ```
 pub trait Spawner {
     /// Hands `task` to a native thread, or refuses it with an error.
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError>;
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError>;
 
     /// The error to report when [`spawn`](Self::spawn) returned `Ok` but dropped the task
     /// before returning: a pool that silently drops jobs once it shuts down can name that
@@ -51,7 +54,7 @@ pub trait Spawner {
 }
 
 impl<S: Spawner + ?Sized> Spawner for &S {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         (**self).spawn(task)
     }
 
@@ -61,7 +64,7 @@ impl<S: Spawner + ?Sized> Spawner for &S {
 }
 
 impl<S: Spawner + ?Sized> Spawner for Box<S> {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         (**self).spawn(task)
     }
 
@@ -71,7 +74,7 @@ impl<S: Spawner + ?Sized> Spawner for Box<S> {
 }
 
 impl<S: Spawner + ?Sized> Spawner for Arc<S> {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         (**self).spawn(task)
     }
 
@@ -82,30 +85,49 @@ impl<S: Spawner + ?Sized> Spawner for Arc<S> {
 
 /// Hands `task` to `spawner`, or runs it right here if it is cancelled already: then running it
 /// only skips its closure, so it needs no thread, and it must not wait behind a full pool.
-pub(crate) fn submit<S: Spawner + ?Sized>(spawner: &S, task: NativeTask) -> Result<(), SpawnError> {
+pub(crate) fn submit<S: Spawner + ?Sized>(spawner: &S, task: Runnable) -> Result<(), SpawnError> {
     if task.is_cancelled() {
         task.run();
-        Ok(())
-    } else {
-        spawner.spawn(task)
+        return Ok(());
+    }
+    // A spawner is user code: a panic in it is a refusal, reported as an error. The task it
+    // was given is dropped during the unwind (so its job finishes unrun, as for any refusal).
+    match catch_unwind(AssertUnwindSafe(|| spawner.spawn(task))) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = panic_message(&*payload).to_owned();
+            drop_payload(payload);
+            Err(SpawnError::other(format!(
+                "the spawner panicked: {message}"
+            )))
+        }
     }
 }
 
-/// A job on its way to a native thread, as a [`Spawner`] receives it.
+/// A job on its way to a native thread, as a [`Spawner`] receives it: what a pool runs (the
+/// name async-task gives the same thing), while the caller holds the job's handle, an
+/// [`AbortableNative`](crate::AbortableNative).
 ///
-/// [`run`](NativeTask::run) it on a thread where blocking is fine, or drop it to refuse it.
+/// [`run`](Runnable::run) it on a thread where blocking is fine, or drop it to refuse it.
 /// It is `Send` and `'static`, and costs no allocation beyond the job itself.
-#[must_use = "a task that is dropped is cancelled with `CancelReason::Shutdown`"]
-pub struct NativeTask {
+#[must_use = "a runnable that is dropped is cancelled with `CancelReason::Shutdown`"]
+pub struct Runnable {
     job: Option<Arc<dyn RunJob>>,
 }
 
-impl NativeTask {
+/// The pool-side runnable's name before it became [`Runnable`].
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed `tethered::Runnable`: a pool runs it; the caller's handle is the job"
+)]
+pub type NativeTask = Runnable;
+
+impl Runnable {
     pub(crate) fn new(job: Arc<dyn RunJob>) -> Self {
-        NativeTask { job: Some(job) }
+        Runnable { job: Some(job) }
     }
 
-    /// The job's name, if it was given one with [`NativeJob::name`](crate::NativeJob::name).
+    /// The job's name, if it was given one with [`Builder::name`](crate::Builder::name).
     /// [`ThreadSpawner`] names the thread after it.
     pub fn name(&self) -> Option<&str> {
         self.job.as_ref().and_then(|job| job.name())
@@ -126,7 +148,7 @@ impl NativeTask {
     }
 }
 
-impl Drop for NativeTask {
+impl Drop for Runnable {
     fn drop(&mut self) {
         if let Some(job) = self.job.take() {
             job.drop_unrun();
@@ -134,9 +156,9 @@ impl Drop for NativeTask {
     }
 }
 
-impl fmt::Debug for NativeTask {
+impl fmt::Debug for Runnable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NativeTask")
+        f.debug_struct("Runnable")
             .field("name", &self.name())
             .finish_non_exhaustive()
     }
@@ -144,7 +166,7 @@ impl fmt::Debug for NativeTask {
 
 /// Runs each job on a new named `std` thread: the runtime-agnostic [`Spawner`].
 ///
-/// The thread is named after the job ([`NativeJob::name`](crate::NativeJob::name)), or else
+/// The thread is named after the job ([`Builder::name`](crate::Builder::name)), or else
 /// after the spawner ([`ThreadSpawner::name`]), or else [`ThreadSpawner::DEFAULT_THREAD_NAME`].
 ///
 /// ```
@@ -187,7 +209,7 @@ impl ThreadSpawner {
 }
 
 impl Spawner for ThreadSpawner {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         let name = task
             .name()
             .or(self.name.as_deref())

@@ -1,47 +1,67 @@
-//! The shared state behind a [`CancelSource`](crate::CancelSource) and its tokens.
+//! The shared state behind a [`CancelSource`](crate::CancelSource) and its tokens, and the tree
+//! that links a child to its parent.
+//!
+//! A token is in one of three states, held in `flag`:
+//!
+//! ```text
+//!            cancel                      
+//!  ACTIVE ──────────▶ CANCELLED   (callbacks run, wakers woken, children cancelled)
+//!    │
+//!    │  seal (a job finished)
+//!    └─────────────▶ SEALED       (never cancelled: later cancels are no-ops)
+//! ```
 //!
 //! # Invariants
 //!
-//! 1. `flag` goes from [`ACTIVE`] to [`CANCELLED`] exactly once, inside the critical section of
-//!    `shared` that also stores `reason`. So whoever sees `CANCELLED` and then takes the lock
-//!    finds the reason; whoever holds the lock sees `reason.is_some()` exactly when the flag is set.
-//! 2. After the flag is set, nothing is added to `callbacks` or `wakers`: registrations check
-//!    `reason` under the lock and run (or resolve) inline instead.
+//! 1. `flag` leaves [`ACTIVE`] at most once, for [`CANCELLED`] or [`SEALED`], inside the
+//!    critical section of `shared` that also stores `reason` (for a cancel). So a cancel and a
+//!    seal are decided in one place: whichever takes the lock first wins, and the other is a
+//!    no-op that says so. Whoever sees `CANCELLED` and then takes the lock finds the reason.
+//! 2. Once the flag left `ACTIVE`, nothing is added to `wakers` or `children`, and callbacks are
+//!    added only while `draining` (the cancel's own callbacks are still being run; a late one
+//!    waits its turn, in order). A registration after that runs inline (cancelled) or is
+//!    dropped (sealed).
 //! 3. A callback is owned by exactly one of: the `callbacks` map (registered, not yet run), the
 //!    cancelling thread (taken out of the map, running; `running` names its key and thread), or
 //!    nobody (it has run, or its guard removed it).
-//! 4. Only the thread whose `cancel` won runs callbacks, one at a time, so at most one is running.
-//! 5. No user code (callback, waker, drop of a callback) ever runs while `shared` is locked, so
-//!    user code may call back into any method of the token without deadlocking. (A waker is
-//!    cloned under the lock, as every executor expects; it is never woken or dropped there.)
-//! 6. A thread blocks on `changed` only through `TokenState::sleep`: in the critical section
-//!    in which it found what it waits for still false, it adds itself to `sleepers`, and it
-//!    removes itself under the lock once awake. Whoever makes such a condition true (a cancel, a
-//!    callback returning) reads `sleepers` in the critical section that makes it true and
-//!    notifies `changed` only if it is not zero: a sleeper counted then is woken (std's and
-//!    loom's condition variables both release the lock atomically with starting to wait), and
-//!    one not yet counted takes the lock later and finds its condition true. So a cancel that
-//!    nobody waits for in `wait`, `wait_timeout` or a guard drop makes no futex system call.
+//! 4. Only the thread whose `cancel` won runs callbacks, one at a time, in key order, so at
+//!    most one is running. `draining` is true from the cancel's critical section until the
+//!    critical section in which that thread found the map empty.
+//! 5. No user code (callback, waker, the drop of either) ever runs while `shared` is locked, so
+//!    user code may call back into any method of the token without deadlocking. Every piece of
+//!    user code runs contained (see `contain.rs`): no panic leaves a method of this module, and
+//!    none leaves `running` or `draining` set.
+//! 6. A thread blocks on `changed` only through `TokenState::sleep`, counted in `sleepers` from
+//!    the critical section in which it found its condition false. Whoever makes such a
+//!    condition true notifies only if `sleepers` is not zero, so a cancel nobody waits for
+//!    makes no futex system call.
+//! 7. Tree: a child holds a strong `Arc` of its parent (`parent`) and its slot in the parent's
+//!    `children` (a `Weak`, so a parent never keeps a child alive). A child's slot is removed
+//!    by the child's `Drop` (before it lets go of its parent) unless the parent has taken its
+//!    children out to cancel them. Cancel walks the tree with an explicit stack and drop
+//!    releases a chain of parents with a loop, so neither recurses, however deep the tree.
 //!
 //! # Lock order
 //!
-//! There is one lock per token. A cancel takes its own lock, releases it, and only then runs
-//! callbacks, which may take other tokens' locks (children). No code path holds two token locks
-//! at once.
+//! A parent's lock before a child's: `link_child` and `unlink_child` lock the parent and then
+//! (for the child whose slot moved) that child. No path takes a parent's lock while holding a
+//! child's: a cancel releases a node's lock before it visits the node's children.
 
 use std::collections::BTreeMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use crate::contain::{drop_contained, run_contained};
 use crate::reason::CancelReason;
 use crate::stats;
-use crate::sync::{self, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, thread};
+use crate::sync::{self, Arc, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, Weak, thread};
 
-/// `flag`: not cancelled yet.
+/// `flag`: neither cancelled nor sealed yet.
 const ACTIVE: u8 = 0;
 /// `flag`: cancelled; `shared.reason` holds the reason.
 const CANCELLED: u8 = 1;
+/// `flag`: sealed; the token will never be cancelled (its job finished, or it is `never()`).
+const SEALED: u8 = 2;
 
 /// A callback registered with `on_cancel`.
 pub(crate) type Callback = Box<dyn FnOnce(&CancelReason) + Send>;
@@ -50,12 +70,14 @@ pub(crate) type Callback = Box<dyn FnOnce(&CancelReason) + Send>;
 pub(crate) type Key = u64;
 
 pub(crate) struct TokenState {
-    /// [`ACTIVE`] or [`CANCELLED`]: the one word `is_cancelled` loads.
+    /// [`ACTIVE`], [`CANCELLED`] or [`SEALED`]: the one word `is_cancelled` loads.
     flag: AtomicU8,
     shared: Mutex<Shared>,
     /// Signalled when the token is cancelled and whenever a callback finishes running, if
     /// anyone sleeps on it (invariant 6).
     changed: Condvar,
+    /// The parent this child token was made from (invariant 7); taken by `Drop`.
+    parent: Option<Arc<TokenState>>,
 }
 
 struct Shared {
@@ -67,8 +89,12 @@ struct Shared {
     wakers: BTreeMap<Key, Waker>,
     /// The callback the cancelling thread is running right now, and that thread.
     running: Option<(Key, thread::ThreadId)>,
-    /// For a child token: the registration on its parent, dropped (unlinked) with this state.
-    parent_link: Option<crate::CallbackGuard>,
+    /// The cancelling thread is still running this token's callbacks (invariant 4).
+    draining: bool,
+    /// Live children, each at the index its own `slot` names (invariant 7).
+    children: Vec<Weak<TokenState>>,
+    /// This token's index in its parent's `children`; `None` once the parent took it out.
+    slot: Option<usize>,
     /// Threads blocked on `changed` right now (invariant 6).
     sleepers: usize,
 }
@@ -77,32 +103,76 @@ struct Shared {
 pub(crate) enum Registered {
     /// Stored under this key; it runs when the token is cancelled.
     Pending(Key),
-    /// The token was already cancelled; the callback has run.
-    RanInline,
+    /// The token was already cancelled; the callback has run. Or it was sealed, and the
+    /// callback was dropped: it can never run.
+    Settled,
 }
 
 impl TokenState {
     pub(crate) fn new() -> Self {
+        Self::with_flag(ACTIVE, None)
+    }
+
+    /// A token that can never be cancelled.
+    pub(crate) fn sealed() -> Self {
+        Self::with_flag(SEALED, None)
+    }
+
+    fn with_flag(flag: u8, parent: Option<Arc<TokenState>>) -> Self {
         TokenState {
-            flag: AtomicU8::new(ACTIVE),
+            flag: AtomicU8::new(flag),
             shared: Mutex::new(Shared {
                 reason: None,
                 next_key: 0,
                 callbacks: BTreeMap::new(),
                 wakers: BTreeMap::new(),
                 running: None,
-                parent_link: None,
+                draining: false,
+                children: Vec::new(),
+                slot: None,
                 sleepers: 0,
             }),
             changed: Condvar::new(),
+            parent,
         }
+    }
+
+    /// A new child of `parent`: cancelled when `parent` is (at once, if it is already), never
+    /// by a sealed parent.
+    pub(crate) fn child_of(parent: &Arc<TokenState>) -> Arc<TokenState> {
+        let child = Arc::new(Self::with_flag(ACTIVE, Some(parent.clone())));
+        let cancelled = {
+            let mut shared = sync::lock(&parent.shared);
+            match shared.reason.clone() {
+                Some(reason) => Some(reason),
+                None if parent.flag_under_lock() == SEALED => None,
+                None => {
+                    let index = shared.children.len();
+                    shared.children.push(Arc::downgrade(&child));
+                    // Parent before child (lock order); nobody else can see the child yet.
+                    sync::lock(&child.shared).slot = Some(index);
+                    None
+                }
+            }
+        };
+        if let Some(reason) = cancelled {
+            child.cancel(reason);
+        }
+        child
+    }
+
+    /// The flag, read by a holder of `shared`.
+    fn flag_under_lock(&self) -> u8 {
+        // ORDERING: Relaxed: the flag only changes under `shared`, which the caller holds, so
+        // the lock already orders this load after every store.
+        self.flag.load(Ordering::Relaxed)
     }
 
     /// One atomic load, no lock.
     #[inline]
     pub(crate) fn is_cancelled(&self) -> bool {
-        // ORDERING: Acquire pairs with the Release store in `cancel`, so a caller that sees the
-        // flag also sees everything the cancelling thread did before it cancelled (in
+        // ORDERING: Acquire pairs with the Release store in `cancel_node`, so a caller that
+        // sees the flag also sees everything the cancelling thread did before it cancelled (in
         // particular the reason, and any state it prepared for the native code).
         self.flag.load(Ordering::Acquire) == CANCELLED
     }
@@ -114,35 +184,99 @@ impl TokenState {
         sync::lock(&self.shared).reason.clone()
     }
 
-    /// Cancels with `reason`; returns `true` only for the call that did it.
+    /// Cancels with `reason`, and then every descendant; returns `true` only for the call that
+    /// cancelled this token (`false` if it was cancelled already, or sealed).
+    ///
+    /// The tree is walked with an explicit stack (invariant 7): a node's callbacks run before
+    /// its children are cancelled, and no lock is held while any of it runs.
     pub(crate) fn cancel(&self, reason: CancelReason) -> bool {
-        let (wakers, sleepers, has_callbacks) = {
+        let Some(children) = self.cancel_node(&reason) else {
+            return false;
+        };
+        let mut stack = children;
+        while let Some(child) = stack.pop() {
+            let Some(node) = child.upgrade() else {
+                continue;
+            };
+            if let Some(grandchildren) = node.cancel_node(&reason) {
+                stack.extend(grandchildren);
+            }
+            // Dropping `node` here may free it (its last handle went meanwhile); its `Drop`
+            // releases its ancestors with a loop, not by recursion.
+        }
+        true
+    }
+
+    /// Cancels this one token: sets the flag, wakes its waiters, runs its callbacks. Returns its
+    /// children for the caller to cancel next, or `None` if it was not active.
+    fn cancel_node(&self, reason: &CancelReason) -> Option<Vec<Weak<TokenState>>> {
+        let (wakers, sleepers, has_callbacks, children) = {
             let mut shared = sync::lock(&self.shared);
-            if shared.reason.is_some() {
-                return false;
+            if self.flag_under_lock() != ACTIVE {
+                return None;
             }
             shared.reason = Some(reason.clone());
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
             self.flag.store(CANCELLED, Ordering::Release);
-            let wakers = std::mem::take(&mut shared.wakers);
-            // Invariant 2: no callback can be added from here on, so an empty list stays empty.
-            (wakers, shared.sleepers, !shared.callbacks.is_empty())
+            let has_callbacks = !shared.callbacks.is_empty();
+            shared.draining = has_callbacks;
+            let children = std::mem::take(&mut shared.children);
+            (
+                std::mem::take(&mut shared.wakers),
+                shared.sleepers,
+                has_callbacks,
+                children,
+            )
         };
         if sleepers > 0 {
             self.changed.notify_all();
         }
         for waker in wakers.into_values() {
-            waker.wake();
+            // A waker is the executor's code: contained like ours.
+            run_contained(|| waker.wake());
         }
         if has_callbacks {
-            self.run_callbacks(&reason);
+            self.run_callbacks(reason);
         }
+        Some(children)
+    }
+
+    /// Seals the token: from now on it can never be cancelled. `false` if it was cancelled
+    /// first (then the cancel stands). Callbacks and wakers still registered are dropped: they
+    /// can never run.
+    pub(crate) fn seal(&self) -> bool {
+        let (callbacks, wakers, children, slot) = {
+            let mut shared = sync::lock(&self.shared);
+            if self.flag_under_lock() != ACTIVE {
+                return self.flag_under_lock() == SEALED;
+            }
+            // ORDERING: under the lock (invariant 1), so a concurrent cancel is decided against
+            // this store by the lock; readers outside it only compare with CANCELLED. Release
+            // keeps every store of the flag a publishing one, at no cost on the cancel path.
+            self.flag.store(SEALED, Ordering::Release);
+            (
+                std::mem::take(&mut shared.callbacks),
+                std::mem::take(&mut shared.wakers),
+                std::mem::take(&mut shared.children),
+                shared.slot.take(),
+            )
+        };
+        // A sealed token needs no parent's cancel: it leaves the parent's children now, so a
+        // long-lived parent does not hold finished jobs until their last handle goes.
+        if let (Some(parent), Some(index)) = (&self.parent, slot) {
+            parent.unlink_child(index, self);
+        }
+        // The children stay children of a token that is never cancelled; they no longer need a
+        // slot here, and their own drops find it gone.
+        drop(children);
+        drop_each(callbacks.into_values(), wakers.into_values());
         true
     }
 
     /// Runs the registered callbacks one by one, in registration order, with the lock released
-    /// while each runs (invariant 5). A panicking callback is caught and counted; the rest run.
+    /// while each runs (invariant 5). A panicking callback is contained and counted; the rest
+    /// run. A callback registered meanwhile joins the end of the line (invariant 2).
     ///
     /// One critical section per callback both retires the one that just returned and takes out
     /// the next: a guard waiting for the former then sees another key running (or none) and
@@ -154,6 +288,7 @@ impl TokenState {
                 let mut shared = sync::lock(&self.shared);
                 let next = shared.callbacks.pop_first();
                 shared.running = next.as_ref().map(|(key, _)| (*key, me));
+                shared.draining = next.is_some();
                 (next, shared.sleepers)
             };
             // Wakes guards waiting for the callback that just returned (invariant 6).
@@ -163,7 +298,7 @@ impl TokenState {
             let Some((_, callback)) = next else {
                 return;
             };
-            if catch_unwind(AssertUnwindSafe(|| callback(reason))).is_err() {
+            if run_contained(|| callback(reason)).is_none() {
                 stats::callback_panicked();
             }
         }
@@ -185,24 +320,29 @@ impl TokenState {
         shared
     }
 
-    /// Registers `callback`, or runs it right away (before returning) if already cancelled.
+    /// Registers `callback`. If the token is cancelled it runs before this returns, after any
+    /// callbacks still running from the cancel (in order: see invariant 2); if sealed, it is
+    /// dropped unrun.
     pub(crate) fn register_callback(&self, callback: Callback) -> Registered {
         let mut shared = sync::lock(&self.shared);
-        match shared.reason.clone() {
-            None => {
-                let key = shared.next_key;
-                shared.next_key += 1;
-                shared.callbacks.insert(key, callback);
-                Registered::Pending(key)
-            }
+        let flag = self.flag_under_lock();
+        if flag == ACTIVE || shared.draining {
+            let key = shared.next_key;
+            shared.next_key += 1;
+            shared.callbacks.insert(key, callback);
+            return Registered::Pending(key);
+        }
+        let reason = shared.reason.clone();
+        drop(shared);
+        match reason {
             Some(reason) => {
-                drop(shared);
-                if catch_unwind(AssertUnwindSafe(|| callback(&reason))).is_err() {
+                if run_contained(|| callback(&reason)).is_none() {
                     stats::callback_panicked();
                 }
-                Registered::RanInline
             }
+            None => drop_contained(callback),
         }
+        Registered::Settled
     }
 
     /// Deregisters the callback under `key`. If it is running on another thread, waits until it
@@ -213,7 +353,7 @@ impl TokenState {
         if let Some(callback) = shared.callbacks.remove(&key) {
             // Dropping the closure is user code (invariant 5).
             drop(shared);
-            drop(callback);
+            drop_contained(callback);
             return;
         }
         let me = thread::current().id();
@@ -226,7 +366,8 @@ impl TokenState {
     }
 
     /// Stores `waker` to be woken on cancel (replacing the one under `key`, if any), or returns
-    /// the reason if the token is already cancelled.
+    /// the reason if the token is already cancelled. A sealed token stores nothing: it never
+    /// wakes anyone.
     pub(crate) fn register_waker(
         &self,
         key: &mut Option<Key>,
@@ -235,6 +376,9 @@ impl TokenState {
         let mut shared = sync::lock(&self.shared);
         if let Some(reason) = &shared.reason {
             return Err(reason.clone());
+        }
+        if self.flag_under_lock() == SEALED {
+            return Ok(());
         }
         let key = *key.get_or_insert_with(|| {
             let next = shared.next_key;
@@ -247,17 +391,18 @@ impl TokenState {
         };
         drop(shared);
         // A waker's drop is foreign code: never under our lock (invariant 5).
-        drop(replaced);
+        drop_contained(replaced);
         Ok(())
     }
 
     /// Forgets the waker under `key` (its future was dropped).
     pub(crate) fn deregister_waker(&self, key: Key) {
         let waker = sync::lock(&self.shared).wakers.remove(&key);
-        drop(waker);
+        drop_contained(waker);
     }
 
-    /// Blocks until cancelled or until `timeout` has passed.
+    /// Blocks until cancelled or until `timeout` has passed. A timeout too large for an
+    /// `Instant` means no deadline.
     pub(crate) fn wait_timeout(&self, timeout: Duration) -> Option<CancelReason> {
         let deadline = Instant::now().checked_add(timeout);
         let mut shared = sync::lock(&self.shared);
@@ -267,7 +412,7 @@ impl TokenState {
             }
             let left = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
-                // A timeout too large for an `Instant` is as good as forever.
+                // Re-checked once a day, which changes nothing but the size of the wait.
                 None => Duration::from_secs(60 * 60 * 24),
             };
             if left.is_zero() {
@@ -277,7 +422,7 @@ impl TokenState {
         }
     }
 
-    /// Blocks until cancelled.
+    /// Blocks until cancelled (forever, on a sealed token).
     pub(crate) fn wait(&self) -> CancelReason {
         let mut shared = sync::lock(&self.shared);
         loop {
@@ -288,22 +433,84 @@ impl TokenState {
         }
     }
 
-    /// Stores the registration that links this (child) state to its parent.
-    pub(crate) fn set_parent_link(&self, link: crate::CallbackGuard) {
-        let old = sync::lock(&self.shared).parent_link.replace(link);
-        drop(old);
-    }
-
     /// Whether the callback under `key` is registered and has not started.
     pub(crate) fn is_callback_pending(&self, key: Key) -> bool {
         sync::lock(&self.shared).callbacks.contains_key(&key)
     }
 
-    /// Callbacks not yet run plus pending `WaitCancelled` wakers.
+    /// Callbacks not yet run, pending `WaitCancelled` wakers, and linked children.
     pub(crate) fn registrations(&self) -> usize {
         let shared = sync::lock(&self.shared);
-        shared.callbacks.len() + shared.wakers.len()
+        shared.callbacks.len() + shared.wakers.len() + shared.children.len()
     }
+
+    /// Removes the child at `addr` from its slot `index` of this token's children, if the slot
+    /// still holds it, moving the last child into the gap and telling it its new slot.
+    fn unlink_child(&self, index: usize, addr: *const TokenState) {
+        let mut shared = sync::lock(&self.shared);
+        let holds_it = shared
+            .children
+            .get(index)
+            .is_some_and(|slot| std::ptr::eq(slot.as_ptr(), addr));
+        if !holds_it {
+            // Taken out by a cancel or a seal already.
+            return;
+        }
+        let removed = shared.children.swap_remove(index);
+        let moved = shared.children.get(index).and_then(Weak::upgrade);
+        if let Some(moved) = &moved {
+            // Parent before child (lock order).
+            sync::lock(&moved.shared).slot = Some(index);
+        }
+        drop(shared);
+        drop(removed);
+        // `moved` may have been the last handle to that child (dropped meanwhile): it is
+        // dropped here, with no lock held, and unlinks itself (finding its slot gone).
+        drop(moved);
+    }
+}
+
+impl Drop for TokenState {
+    /// Unlinks this token from its parent and lets go of the parent; if that was the parent's
+    /// last handle, the parent is released the same way, in a loop rather than by recursion
+    /// (invariant 7), so a chain of any length drops on any stack.
+    fn drop(&mut self) {
+        let (callbacks, wakers, mut slot) = {
+            let mut shared = sync::lock(&self.shared);
+            (
+                std::mem::take(&mut shared.callbacks),
+                std::mem::take(&mut shared.wakers),
+                shared.slot.take(),
+            )
+        };
+        // Callbacks of detached guards: their captured values are user code (invariant 5).
+        drop_each(callbacks.into_values(), wakers.into_values());
+        let mut addr: *const TokenState = self;
+        let mut parent = self.parent.take();
+        while let Some(node) = parent {
+            if let Some(index) = slot {
+                node.unlink_child(index, addr);
+            }
+            addr = Arc::as_ptr(&node);
+            match Arc::into_inner(node) {
+                // That was the last handle: release its parent in this loop, then drop it
+                // (its `Drop` finds no parent left and returns at once).
+                Some(mut state) => {
+                    slot = sync::lock(&state.shared).slot.take();
+                    parent = state.parent.take();
+                    drop(state);
+                }
+                None => parent = None,
+            }
+        }
+    }
+}
+
+/// Drops callbacks and wakers one at a time, each contained: a panic in one drop neither
+/// escapes nor stops the others from being dropped.
+fn drop_each(callbacks: impl Iterator<Item = Callback>, wakers: impl Iterator<Item = Waker>) {
+    callbacks.for_each(drop_contained);
+    wakers.for_each(drop_contained);
 }
 
 impl std::fmt::Debug for TokenState {
@@ -311,8 +518,10 @@ impl std::fmt::Debug for TokenState {
         let shared = sync::lock(&self.shared);
         f.debug_struct("TokenState")
             .field("reason", &shared.reason)
+            .field("sealed", &(self.flag_under_lock() == SEALED))
             .field("callbacks", &shared.callbacks.len())
             .field("waiters", &shared.wakers.len())
+            .field("children", &shared.children.len())
             .finish()
     }
 }

@@ -39,6 +39,12 @@ pub struct NativeStats {
     /// `on_cancel` callbacks that panicked (caught; see
     /// [`CancelToken::on_cancel`](crate::CancelToken::on_cancel)).
     pub callback_panics: u64,
+    /// Panics from the `Drop` of a value this crate dropped for its owner (a closure skipped
+    /// unrun, a result nobody took, a callback deregistered unrun), contained and counted.
+    pub drop_panics: u64,
+    /// Panic payloads whose own `Drop` panicked: leaked on purpose rather than risk a panic
+    /// that never ends, and counted here.
+    pub leaked_payloads: u64,
 }
 
 /// The process-wide job counters right now.
@@ -62,6 +68,8 @@ pub fn stats() -> NativeStats {
         cancelled: c.cancelled.load(Ordering::Relaxed),
         panicked: c.panicked.load(Ordering::Relaxed),
         callback_panics: c.callback_panics.load(Ordering::Relaxed),
+        drop_panics: c.drop_panics.load(Ordering::Relaxed),
+        leaked_payloads: c.leaked_payloads.load(Ordering::Relaxed),
     })
 }
 
@@ -73,6 +81,8 @@ struct Counters {
     cancelled: AtomicU64,
     panicked: AtomicU64,
     callback_panics: AtomicU64,
+    drop_panics: AtomicU64,
+    leaked_payloads: AtomicU64,
 }
 
 impl Counters {
@@ -85,6 +95,8 @@ impl Counters {
             cancelled: AtomicU64::new(0),
             panicked: AtomicU64::new(0),
             callback_panics: AtomicU64::new(0),
+            drop_panics: AtomicU64::new(0),
+            leaked_payloads: AtomicU64::new(0),
         }
     }
 }
@@ -143,4 +155,12 @@ pub(crate) fn detached_job_finished() {
 
 pub(crate) fn callback_panicked() {
     with(|c| c.callback_panics.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn drop_panicked() {
+    with(|c| c.drop_panics.fetch_add(1, Ordering::Relaxed));
+}
+
+pub(crate) fn payload_leaked() {
+    with(|c| c.leaked_payloads.fetch_add(1, Ordering::Relaxed));
 }

@@ -17,7 +17,7 @@
 //!
 //! [loom]: https://docs.rs/loom
 
-pub(crate) use std::sync::Arc;
+pub(crate) use std::sync::{Arc, Weak};
 
 #[cfg(not(tethered_loom))]
 pub(crate) use std::{

@@ -181,7 +181,28 @@ impl CancelToken {
     {
         match self.state.register_callback(Box::new(callback)) {
             Registered::Pending(key) => CallbackGuard::registered(self.state.clone(), key),
-            Registered::RanInline => CallbackGuard::inert(),
+            Registered::Settled => CallbackGuard::inert(),
+        }
+    }
+
+    /// A token that is never cancelled: for an API that takes a token when the caller has no
+    /// cancellation to offer. Callbacks registered on it are dropped at once (they can never
+    /// run), [`cancelled`](Self::cancelled) never resolves, and its children are cancelled only
+    /// through their own sources.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::CancelToken;
+    ///
+    /// let token = CancelToken::never();
+    /// assert!(!token.is_cancelled());
+    /// assert_eq!(token.wait_timeout(Duration::from_millis(1)), None);
+    /// let guard = token.on_cancel(|_| unreachable!());
+    /// assert!(!guard.is_pending()); // dropped: it can never run
+    /// ```
+    pub fn never() -> CancelToken {
+        CancelToken {
+            state: Arc::new(TokenState::sealed()),
         }
     }
 
@@ -192,10 +213,10 @@ impl CancelToken {
     /// a long-lived parent does not grow with dead children. If this token is already
     /// cancelled, the child starts out cancelled.
     ///
-    /// A cancel reaches children through callbacks, one level per nested call, and so does
-    /// the drop of a chain's last handle: chains thousands of levels deep (a child per level of
-    /// a deep recursion) can overflow a thread's stack. Make children of one shared parent
-    /// instead of a chain where the depth is unbounded.
+    /// A cancel walks the tree with a loop, not by recursion, and so does the drop of a chain's
+    /// last handle: a chain a million levels deep cancels and drops on a default thread stack.
+    /// A parent's own callbacks run before its children are cancelled. A child of a sealed
+    /// token (see [`never`](Self::never)) is never cancelled by it.
     ///
     /// ```
     /// use tethered::{CancelReason, CancelSource};
@@ -210,17 +231,9 @@ impl CancelToken {
     /// assert_eq!(other.token().reason(), Some(CancelReason::Timeout));
     /// ```
     pub fn child(&self) -> CancelSource {
-        let child = CancelSource::new();
-        let weak = Arc::downgrade(&child.state);
-        let link = self.on_cancel(move |reason| {
-            if let Some(child) = weak.upgrade() {
-                child.cancel(reason.clone());
-            }
-        });
-        // If this token was already cancelled, `on_cancel` ran the callback inline, the child is
-        // cancelled, and `link` is inert.
-        child.state.set_parent_link(link);
-        child
+        CancelSource {
+            state: TokenState::child_of(&self.state),
+        }
     }
 
     /// Whether both tokens observe the same source.

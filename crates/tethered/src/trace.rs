@@ -99,6 +99,19 @@ impl JobSpan {
         });
     }
 
+    #[inline]
+    pub(crate) fn timer_failed(&self, error: &std::io::Error) {
+        #[cfg(feature = "tracing")]
+        self.event(|| {
+            tracing::error!(
+                %error,
+                "native job's abandon timer could not start: the handle waits for the closure"
+            )
+        });
+        #[cfg(not(feature = "tracing"))]
+        let _ = error;
+    }
+
     #[cfg(feature = "tracing")]
     fn event(&self, emit: impl FnOnce()) {
         match &self.span {

@@ -115,14 +115,18 @@ fn callback_may_use_the_token_and_register_more_without_deadlock() {
         let reason = token.reason();
         assert!(!inner_source.cancel(CancelReason::Requested));
         let tx2 = tx.clone();
+        // Registered while this callback runs: it waits its turn, after this one.
         let nested = token.on_cancel(move |r| tx2.send(format!("nested {r}")).unwrap());
-        drop(nested);
+        assert!(nested.is_pending());
+        nested.detach();
+        let dropped = token.on_cancel(|_| unreachable!("its guard was dropped before its turn"));
+        drop(dropped);
         let _child = token.child();
         tx.send(format!("outer {}", reason.unwrap())).unwrap();
     });
     source.cancel(CancelReason::Timeout);
-    assert_eq!(rx.recv().unwrap(), "nested the deadline passed");
     assert_eq!(rx.recv().unwrap(), "outer the deadline passed");
+    assert_eq!(rx.recv().unwrap(), "nested the deadline passed");
 }
 
 #[test]

@@ -301,15 +301,13 @@ fn detach_lets_the_job_run_on_uncancelled() {
 fn spawn_with_source_ties_the_job_to_an_outer_token() {
     let request = CancelSource::new();
     let (started_tx, started) = mpsc::channel();
-    let job = AbortableNative::spawn_with_source(
-        &ThreadSpawner::new(),
-        request.token().child(),
-        move |token| {
+    let job = AbortableNative::builder()
+        .child_of(&request.token())
+        .spawn_on(&ThreadSpawner::new(), move |token| {
             started_tx.send(()).unwrap();
             token.wait()
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     started.recv().unwrap();
     request.cancel(CancelReason::Shutdown);
     assert_eq!(job.join_blocking().unwrap(), CancelReason::Shutdown);
@@ -386,7 +384,10 @@ fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
     let spawner = QueueSpawner::default();
     let source = CancelSource::new();
     source.cancel(CancelReason::Timeout);
-    let job = AbortableNative::spawn_with_source(&spawner, source, |_| 1).unwrap();
+    let job = AbortableNative::builder()
+        .child_of(&source.token())
+        .spawn_on(&spawner, |_| 1)
+        .unwrap();
     assert_eq!(spawner.len(), 0, "no pool slot is spent on a cancelled job");
     assert!(matches!(
         job.join_blocking(),
@@ -398,7 +399,7 @@ fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
 struct ShutDownPool;
 
 impl tethered::Spawner for ShutDownPool {
-    fn spawn(&self, task: tethered::NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: tethered::Runnable) -> Result<(), SpawnError> {
         drop(task);
         Ok(())
     }
@@ -468,7 +469,10 @@ fn dropping_the_handle_of_a_queued_job_frees_its_closure_at_once() {
 #[test]
 fn cancel_leaves_a_finished_job_alone() {
     let source = CancelSource::new();
-    let job = AbortableNative::spawn_with_source(&InlineSpawner, source.clone(), |_| 1).unwrap();
+    let job = AbortableNative::builder()
+        .child_of(&source.token())
+        .spawn_on(&InlineSpawner, |_| 1)
+        .unwrap();
     assert!(job.is_finished());
     assert!(!job.cancel(CancelReason::Requested), "nothing to cancel");
     assert!(!source.is_cancelled(), "the shared source is left alone");
@@ -478,9 +482,13 @@ fn cancel_leaves_a_finished_job_alone() {
 #[test]
 fn a_refused_spawn_does_not_cancel_the_callers_source() {
     let source = CancelSource::new();
-    let err = AbortableNative::spawn_with_source(&ClosedSpawner, source.clone(), |_| 1);
+    let err = AbortableNative::builder()
+        .child_of(&source.token())
+        .spawn_on(&ClosedSpawner, |_| 1);
     assert!(err.is_err());
-    let err = AbortableNative::spawn_with_source(&FailingSpawner, source.clone(), |_| 1);
+    let err = AbortableNative::builder()
+        .child_of(&source.token())
+        .spawn_on(&FailingSpawner, |_| 1);
     assert!(err.is_err());
     assert!(
         !source.is_cancelled(),
@@ -520,7 +528,7 @@ fn a_queued_job_cancelled_through_an_outer_token_finishes_at_once() {
     let request = CancelSource::new();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = tethered::NativeJob::builder()
+    let job = tethered::Builder::new()
         .child_of(&request.token())
         .spawn_on(&spawner, move |_| {
             let _held = &held;
@@ -551,7 +559,10 @@ fn a_job_with_its_own_source_registers_no_callback() {
     let expected = usize::from(cfg!(feature = "tracing"));
     assert_eq!(job.token().registrations(), expected);
     // One given a source from outside listens for cancels that bypass its handle.
-    let job2 = AbortableNative::spawn_with_source(&spawner, CancelSource::new(), |_| ()).unwrap();
+    let job2 = AbortableNative::builder()
+        .child_of(&CancelSource::new().token())
+        .spawn_on(&spawner, |_| ())
+        .unwrap();
     assert_eq!(job2.token().registrations(), 1);
     spawner.take().run();
     spawner.take().run();

@@ -1,4 +1,4 @@
-//! `NativeScope` and `NativeJob`: grouping, limits, shutdown reports, names, abandon policy.
+//! `NativeScope` and `Builder`: grouping, limits, shutdown reports, names, abandon policy.
 
 mod support;
 
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures_executor::block_on;
 use support::{QueueSpawner, Stuck};
 use tethered::{
-    AbortableNative, CancelReason, NativeError, NativeJob, NativeScope, SpawnError, ThreadSpawner,
+    AbortableNative, Builder, CancelReason, NativeError, NativeScope, SpawnError, ThreadSpawner,
 };
 
 /// A job that reports its start, then waits for its token.
@@ -89,7 +89,7 @@ fn shutdown_cancels_with_shutdown_waits_and_reports_every_job_returned() {
 fn shutdown_reports_a_stuck_job_by_name_after_the_grace() {
     let scope = NativeScope::new();
     let stuck = Stuck::new();
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .name("stuck-interpreter")
         .spawn_in(&scope, stuck.job())
         .unwrap();
@@ -281,7 +281,7 @@ fn a_scope_on_a_custom_spawner_reports_jobs_its_pool_dropped() {
 
 #[test]
 fn job_names_reach_the_thread_debug_and_the_task() {
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .name("sandbox-42")
         .spawn_on(&ThreadSpawner::new().name("pool"), |_| {
             thread::current().name().map(str::to_owned)
@@ -292,7 +292,7 @@ fn job_names_reach_the_thread_debug_and_the_task() {
     assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox-42"));
 
     let spawner = QueueSpawner::default();
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .name("queued")
         .spawn_on(&spawner, |_| ())
         .unwrap();
@@ -306,7 +306,7 @@ fn job_names_reach_the_thread_debug_and_the_task() {
 #[test]
 fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
     let stuck = Stuck::new();
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .name("stuck")
         .abandon_after(Duration::from_millis(30))
         .spawn(stuck.job());
@@ -327,7 +327,7 @@ fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
 #[test]
 fn abandon_after_does_not_cut_short_a_job_that_returns_in_time() {
     let (started_tx, started) = mpsc::channel();
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .abandon_after(Duration::from_secs(30))
         .spawn(move |token| {
             started_tx.send(()).unwrap();
@@ -359,7 +359,7 @@ fn without_an_abandon_policy_an_awaited_job_waits_for_its_closure() {
 fn child_of_ties_a_job_to_an_outer_token() {
     let request = tethered::CancelSource::new();
     let (started_tx, started) = mpsc::channel();
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .child_of(&request.token())
         .spawn(move |token| {
             started_tx.send(()).unwrap();
@@ -449,8 +449,8 @@ fn a_closed_scope_does_not_cancel_the_source_it_was_offered() {
     let scope = NativeScope::new();
     scope.shutdown_blocking(Duration::ZERO);
     let request = tethered::CancelSource::new();
-    let refused = NativeJob::builder()
-        .source(request.clone())
+    let refused = Builder::new()
+        .child_of(&request.token())
         .spawn_in(&scope, |_| ());
     assert!(matches!(refused, Err(SpawnError::ScopeClosed)));
     assert!(!request.is_cancelled());

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use support::{ClosedSpawner, QueueSpawner, Stuck};
-use tethered::{AbortableNative, CancelReason, NativeJob, NativeScope, stats};
+use tethered::{AbortableNative, Builder, CancelReason, NativeScope, stats};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -191,7 +191,7 @@ fn an_abandoned_job_counts_as_detached_until_it_returns() {
     let _serial = serial();
     let base = stats();
     let stuck = Stuck::new();
-    let job = NativeJob::builder()
+    let job = Builder::new()
         .abandon_after(Duration::from_millis(10))
         .spawn(stuck.job());
     stuck.wait_started();
@@ -210,9 +210,9 @@ fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
     let _serial = serial();
     let shared = tethered::CancelSource::new();
     for _ in 0..100 {
-        NativeJob::builder()
+        Builder::new()
             .abandon_after(Duration::from_secs(60))
-            .source(shared.clone())
+            .child_of(&shared.token())
             .spawn(|_| ())
             .join_blocking()
             .unwrap();
@@ -226,8 +226,8 @@ fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
     let scope = NativeScope::new().with_max_running(1);
     let jobs: Vec<_> = (0..50)
         .map(|_| {
-            NativeJob::builder()
-                .source(shared.clone())
+            Builder::new()
+                .child_of(&shared.token())
                 .spawn_in(&scope, |_| ())
         })
         .collect::<Result<_, _>>()

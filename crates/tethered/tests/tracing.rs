@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use tethered::{CancelReason, NativeJob};
+use tethered::{Builder, CancelReason};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -53,7 +53,7 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     tracing::subscriber::set_global_default(collector.clone()).unwrap();
 
     let (started_tx, started) = mpsc::channel();
-    let job = NativeJob::builder().name("traced").spawn(move |token| {
+    let job = Builder::new().name("traced").spawn(move |token| {
         started_tx.send(()).unwrap();
         token.wait()
     });
@@ -63,7 +63,7 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
 
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
-    let stuck = NativeJob::builder()
+    let stuck = Builder::new()
         .name("stuck")
         .abandon_after(Duration::from_millis(5))
         .spawn(move |_| {
@@ -88,9 +88,9 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
         })
         .detach();
     let (started_tx, started) = mpsc::channel();
-    let quick = NativeJob::builder()
+    let quick = Builder::new()
         .name("quick")
-        .source(source.clone())
+        .child_of(&source.token())
         .spawn(move |token| {
             started_tx.send(()).unwrap();
             token.wait();
@@ -101,7 +101,7 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     finished_tx.send(()).unwrap();
     canceller.join().unwrap();
 
-    let panicking = NativeJob::builder().spawn(|_| -> () { panic!("traced panic") });
+    let panicking = Builder::new().spawn(|_| -> () { panic!("traced panic") });
     assert!(panicking.join_blocking().is_err());
 
     let lines = collector.lines.lock().unwrap().join("\n");

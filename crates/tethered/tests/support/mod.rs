@@ -4,16 +4,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use tethered::{NativeTask, SpawnError, Spawner};
+use tethered::{Runnable, SpawnError, Spawner};
 
 /// Queues tasks; the test runs them (on threads of its choosing) or drops them.
 #[derive(Clone, Default)]
 pub struct QueueSpawner {
-    queue: Arc<Mutex<Vec<NativeTask>>>,
+    queue: Arc<Mutex<Vec<Runnable>>>,
 }
 
 impl QueueSpawner {
-    pub fn take(&self) -> NativeTask {
+    pub fn take(&self) -> Runnable {
         self.queue.lock().unwrap().remove(0)
     }
 
@@ -29,7 +29,7 @@ impl QueueSpawner {
 }
 
 impl Spawner for QueueSpawner {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         self.queue.lock().unwrap().push(task);
         Ok(())
     }
@@ -39,7 +39,7 @@ impl Spawner for QueueSpawner {
 pub struct ClosedSpawner;
 
 impl Spawner for ClosedSpawner {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         drop(task);
         Ok(())
     }
@@ -49,7 +49,7 @@ impl Spawner for ClosedSpawner {
 pub struct FailingSpawner;
 
 impl Spawner for FailingSpawner {
-    fn spawn(&self, _task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, _task: Runnable) -> Result<(), SpawnError> {
         Err(SpawnError::other("no capacity left"))
     }
 }
@@ -58,7 +58,7 @@ impl Spawner for FailingSpawner {
 pub struct InlineSpawner;
 
 impl Spawner for InlineSpawner {
-    fn spawn(&self, task: NativeTask) -> Result<(), SpawnError> {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         task.run();
         Ok(())
     }

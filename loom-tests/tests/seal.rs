@@ -1,0 +1,132 @@
+//! Sealing: a job's fate is decided once, under its token's lock. A cancel (from the handle,
+//! its drop, an abort handle or a race) either wins before the job finished, and then the job
+//! counts as cancelled, or it finds the token sealed and changes nothing. The caller's own
+//! token is never touched by the job.
+
+use loom_tests::{JoinableSpawner, block_on, model, thread};
+use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, stats};
+
+/// The handle dropped while the job completes, on a job tied to a shared parent: the token is
+/// cancelled exactly when the job was unfinished at the drop (then it counts as cancelled),
+/// and the parent is never cancelled.
+#[test]
+fn sealing_vs_handle_drop() {
+    model("seal_vs_handle_drop", || {
+        let base = stats();
+        let parent = CancelSource::new();
+        let spawner = JoinableSpawner::default();
+        let job = AbortableNative::builder()
+            .child_of(&parent.token())
+            .spawn_on(&spawner, |token| token.is_cancelled())
+            .unwrap();
+        let token = job.token();
+        drop(job);
+        spawner.join_all();
+        let counted = stats().cancelled - base.cancelled;
+        assert_eq!(
+            token.is_cancelled(),
+            counted == 1,
+            "a token is cancelled only while its job is unfinished, and then counts"
+        );
+        if let Some(reason) = token.reason() {
+            assert_eq!(reason, CancelReason::Dropped);
+        }
+        assert!(
+            !parent.is_cancelled(),
+            "a job never cancels its caller's token"
+        );
+        assert_eq!(stats().running, 0);
+    });
+}
+
+/// `cancel` racing completion: it returns `true` exactly when it cancelled an unfinished job.
+#[test]
+fn sealing_vs_cancel() {
+    model("seal_vs_cancel", || {
+        let base = stats();
+        let spawner = JoinableSpawner::default();
+        let job = AbortableNative::spawn_on(&spawner, |_| 7).unwrap();
+        let token = job.token();
+        let cancelled = job.cancel(CancelReason::Requested);
+        let result = job.join_blocking();
+        spawner.join_all();
+        let counted = stats().cancelled - base.cancelled;
+        assert_eq!(cancelled, token.is_cancelled());
+        assert_eq!(cancelled, counted == 1, "`true` only for an unfinished job");
+        if !cancelled {
+            assert_eq!(result.unwrap(), 7, "a sealed job keeps its result");
+        }
+    });
+}
+
+/// A signal firing as the job finishes (a timeout at the last moment): a result that was
+/// published is never lost, and a reported cancel was a real one.
+#[test]
+fn sealing_vs_cancel_when() {
+    model("seal_vs_cancel_when", || {
+        let base = stats();
+        let spawner = JoinableSpawner::default();
+        let job = AbortableNative::spawn_on(&spawner, |_| 42).unwrap();
+        let token = job.token();
+        let raced = job.cancel_when(std::future::ready(()), CancelReason::Timeout);
+        let result = block_on(raced);
+        spawner.join_all();
+        let counted = stats().cancelled - base.cancelled;
+        match result {
+            Ok(value) => {
+                assert_eq!(value, 42);
+                assert!(
+                    !token.is_cancelled(),
+                    "a delivered result was not cancelled"
+                );
+                assert_eq!(counted, 0);
+            }
+            Err(NativeError::Cancelled(CancelReason::Timeout)) => {
+                assert_eq!(token.reason(), Some(CancelReason::Timeout));
+                assert_eq!(
+                    counted, 1,
+                    "the job was unfinished when the timeout cancelled it"
+                );
+            }
+            Err(other) => panic!("unexpected {other}"),
+        }
+    });
+}
+
+/// The tree's iterative cancel racing the drop of a middle node's last handle: the grandchild
+/// still hears the cancel through the middle node its own link keeps alive, and once every
+/// handle is gone the root has nothing linked.
+#[test]
+fn iterative_cancel_vs_child_drop() {
+    model("tree_cancel_vs_child_drop", || {
+        let root = CancelSource::new();
+        let middle = root.child();
+        let leaf = middle.token().child();
+        let sibling = root.child();
+        let canceller = {
+            let root = root.clone();
+            thread::spawn(move || root.cancel(CancelReason::Shutdown))
+        };
+        drop(middle);
+        drop(sibling);
+        assert!(canceller.join().unwrap());
+        assert_eq!(leaf.token().reason(), Some(CancelReason::Shutdown));
+        drop(leaf);
+        assert_eq!(root.token().registrations(), 0);
+    });
+}
+
+/// A chain released (its last handle dropped, unlinking each level in a loop) while the root
+/// cancels it (walking it with a stack): neither deadlocks, and the root ends unlinked.
+#[test]
+fn iterative_cancel_vs_chain_release() {
+    model("tree_cancel_vs_chain_release", || {
+        let root = CancelSource::new();
+        // The leaf's source is the only handle below the root.
+        let leaf = root.child().token().child().token().child();
+        let releaser = thread::spawn(move || drop(leaf));
+        assert!(root.cancel(CancelReason::Requested));
+        releaser.join().unwrap();
+        assert_eq!(root.token().registrations(), 0);
+    });
+}

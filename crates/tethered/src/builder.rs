@@ -61,6 +61,8 @@ impl Builder {
         since = "0.2.0",
         note = "use `AbortableNative::builder()` or `Builder::new()`"
     )]
+    // The name the deprecated `NativeJob::builder()` resolves to: it goes with the alias.
+    #[allow(clippy::self_named_constructors)]
     pub fn builder() -> Self {
         Builder::default()
     }

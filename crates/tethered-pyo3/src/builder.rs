@@ -1,0 +1,189 @@
+//! [`Builder`]: where a job runs, its name and its parent token, then the awaitable.
+
+use std::fmt;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyCFunction;
+use tethered::{AbortableNative, CancelToken, NativeScope, SpawnError, Spawner, ThreadSpawner};
+
+use crate::event_loop::{loop_token, running_loop};
+use crate::glue::glue;
+use crate::into_py_result::IntoPyResult;
+use crate::link::{Convert, Link, reason_from_message};
+
+/// Spawns a native job with options: a name, a parent token, a spawner or a scope.
+///
+/// [`spawn_native`](crate::spawn_native) and [`spawn_native_joined`](crate::spawn_native_joined)
+/// are `Builder::new().spawn(..)` and `Builder::new().spawn_joined(..)`.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+/// use tethered::{CancelToken, NativeScope};
+///
+/// /// One scope for the module: `shutdown()` below cancels every job it runs.
+/// static SCOPE: std::sync::LazyLock<NativeScope> =
+///     std::sync::LazyLock::new(|| NativeScope::new().with_max_running(4));
+///
+/// #[pyfunction]
+/// fn render(py: Python<'_>, scene: String) -> PyResult<Bound<'_, PyAny>> {
+///     tethered_pyo3::Builder::new()
+///         .name("render")     // the thread's name, in reports and traces
+///         .scope(&SCOPE)      // at most 4 at a time; queued ones never start if cancelled
+///         .spawn(py, move |token: CancelToken| {
+///             let mut frames = 0u32;
+///             while !token.is_cancelled() && frames < 1_000 {
+///                 frames += 1; // render one frame of `scene`
+///             }
+///             (scene, frames)
+///         })
+/// }
+///
+/// #[pyfunction]
+/// fn shutdown() {
+///     SCOPE.cancel_all(tethered::CancelReason::Shutdown);
+/// }
+/// ```
+#[derive(Clone, Default)]
+#[must_use = "a builder does nothing until `spawn` or `spawn_joined` is called"]
+pub struct Builder<'a> {
+    name: Option<Arc<str>>,
+    parent: Option<CancelToken>,
+    place: Place<'a>,
+}
+
+#[derive(Clone, Copy, Default)]
+enum Place<'a> {
+    /// A new thread per job ([`ThreadSpawner`]).
+    #[default]
+    Thread,
+    Spawner(&'a dyn Spawner),
+    Scope(&'a NativeScope),
+}
+
+impl<'a> Builder<'a> {
+    /// A job on a new thread of its own, with no name and no parent.
+    pub fn new() -> Self {
+        Builder::default()
+    }
+
+    /// Names the job: its thread's name on the default spawner, and its name in the core's
+    /// reports and traces.
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Ties the job to an outer token too: cancelling `parent` cancels the job with the
+    /// parent's reason.
+    pub fn child_of(mut self, parent: &CancelToken) -> Self {
+        self.parent = Some(parent.clone());
+        self
+    }
+
+    /// Runs the job through `spawner` (e.g. a pool) instead of a new thread.
+    pub fn spawner<S: Spawner>(mut self, spawner: &'a S) -> Self {
+        self.place = Place::Spawner(spawner);
+        self
+    }
+
+    /// Runs the job in `scope`, which bounds, cancels and reports it with its other jobs.
+    pub fn scope(mut self, scope: &'a NativeScope) -> Self {
+        self.place = Place::Scope(scope);
+        self
+    }
+
+    /// Starts `f` on a native thread and returns an `asyncio.Future` of its outcome, bound to
+    /// the running loop; see [`spawn_native`](crate::spawn_native).
+    ///
+    /// # Errors
+    ///
+    /// `RuntimeError` when no event loop runs on this thread, or the spawner refused the job.
+    pub fn spawn<'py, F, R, M>(self, py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: FnOnce(CancelToken) -> R + Send + 'static,
+        R: IntoPyResult<M>,
+    {
+        self.start(py, f).map(|(future, _link)| future)
+    }
+
+    /// Starts `f` on a native thread and returns an awaitable whose cancellation completes
+    /// only once `f` has returned; see [`spawn_native_joined`](crate::spawn_native_joined).
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn).
+    pub fn spawn_joined<'py, F, R, M>(self, py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: FnOnce(CancelToken) -> R + Send + 'static,
+        R: IntoPyResult<M>,
+    {
+        let (future, link) = self.start(py, f)?;
+        let cancel = PyCFunction::new_closure(
+            py,
+            Some(c"tethered_pyo3_cancel"),
+            Some(c"Cancels the native job: cancel(message or None)."),
+            move |args, _kwargs| {
+                let message = args.get_item(0).ok();
+                link.cancel(reason_from_message(message.as_ref()));
+            },
+        )?;
+        glue(py)?.joined.bind(py).call1((future, cancel))
+    }
+
+    fn start<'py, F, R, M>(self, py: Python<'py>, f: F) -> PyResult<(Bound<'py, PyAny>, Arc<Link>)>
+    where
+        F: FnOnce(CancelToken) -> R + Send + 'static,
+        R: IntoPyResult<M>,
+    {
+        let event_loop = running_loop(py)?;
+        let loop_token = loop_token(py, &event_loop)?;
+        let future = event_loop.call_method0("create_future")?;
+        let job = self
+            .spawn_job(move |token| -> Convert {
+                let value = f(token);
+                Box::new(move |py: Python<'_>| value.into_py_result(py))
+            })
+            .map_err(|err| {
+                PyRuntimeError::new_err(format!("the native job did not start: {err}"))
+            })?;
+        let link = Link::tie(py, job, &loop_token, &future, &event_loop)?;
+        Ok((future, link))
+    }
+
+    /// The one place that speaks the core's job builder.
+    fn spawn_job<T, F>(&self, f: F) -> Result<AbortableNative<T>, SpawnError>
+    where
+        T: Send + 'static,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let mut job = AbortableNative::builder();
+        if let Some(name) = &self.name {
+            job = job.name(name.clone());
+        }
+        if let Some(parent) = &self.parent {
+            job = job.child_of(parent);
+        }
+        match self.place {
+            Place::Thread => job.spawn_on(&ThreadSpawner::new(), f),
+            Place::Spawner(spawner) => job.spawn_on(spawner, f),
+            Place::Scope(scope) => job.spawn_in(scope, f),
+        }
+    }
+}
+
+impl fmt::Debug for Builder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let place = match self.place {
+            Place::Thread => "a new thread",
+            Place::Spawner(_) => "a spawner",
+            Place::Scope(_) => "a scope",
+        };
+        f.debug_struct("Builder")
+            .field("name", &self.name)
+            .field("child_of", &self.parent)
+            .field("runs_on", &place)
+            .finish()
+    }
+}

@@ -1,0 +1,50 @@
+//! The Python half ([`glue.py`](glue.py)): the functions that run on the event loop's thread,
+//! compiled once per interpreter into a module of their own (not listed in `sys.modules`).
+
+use std::ffi::CString;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::code::PyCodeInput;
+use pyo3::types::{PyCode, PyCodeMethods};
+
+const SOURCE: &str = include_str!("glue.py");
+
+/// How `resolve` settles a future; the numbers `glue.py` knows.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Settle {
+    /// `fut.set_result(value)`.
+    Result = 0,
+    /// `fut.set_exception(value)`.
+    Exception = 1,
+    /// `fut.cancel(value)`: the job was cancelled before its closure ran.
+    Cancel = 2,
+}
+
+/// The functions of `glue.py`.
+pub(crate) struct Glue {
+    /// `resolve(fut, how, value)`.
+    pub(crate) resolve: Py<PyAny>,
+    /// `joined(fut, cancel)`, a coroutine function.
+    pub(crate) joined: Py<PyAny>,
+    /// `asyncio.get_running_loop`.
+    pub(crate) get_running_loop: Py<PyAny>,
+}
+
+static GLUE: PyOnceLock<Glue> = PyOnceLock::new();
+
+/// The glue of this interpreter, compiled on first use.
+pub(crate) fn glue(py: Python<'_>) -> PyResult<&Glue> {
+    GLUE.get_or_try_init(py, || {
+        let source = CString::new(SOURCE).expect("glue.py has no NUL byte");
+        let code = PyCode::compile(py, &source, c"tethered_pyo3/glue.py", PyCodeInput::File)?;
+        let module = PyModule::new(py, "tethered_pyo3.glue")?;
+        code.run(Some(&module.dict()), None)?;
+        let asyncio = py.import("asyncio")?;
+        Ok(Glue {
+            resolve: module.getattr("resolve")?.unbind(),
+            joined: module.getattr("joined")?.unbind(),
+            get_running_loop: asyncio.getattr("get_running_loop")?.unbind(),
+        })
+    })
+}

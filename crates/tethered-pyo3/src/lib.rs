@@ -1,0 +1,98 @@
+//! Python's asyncio cancellation reaches the native thread: a pyo3 function runs its work on a
+//! native thread with a [`CancelToken`], and cancelling the awaiting task cancels the token.
+//!
+//! An asyncio task awaiting native work through `run_in_executor` or a `spawn_blocking`
+//! bridge can be cancelled (a client disconnects, a timeout fires, a worker shuts down), but
+//! the native thread never hears of it and runs on until the process exits.
+//! [`spawn_native`] returns an `asyncio.Future` instead, tied to the job: cancelling the future,
+//! or anything that cancels the task awaiting it, cancels the job's token, which the native
+//! loop checks with one atomic load.
+//!
+//! ```no_run
+//! use pyo3::prelude::*;
+//!
+//! /// `await run(script)` interprets `script` on a native thread; cancelling the awaiting
+//! /// task (a timeout, a client that went away) stops the interpreter within 1,000 steps.
+//! #[pyfunction]
+//! fn run(py: Python<'_>, script: String) -> PyResult<Bound<'_, PyAny>> {
+//!     tethered_pyo3::spawn_native(py, move |token| {
+//!         let mut steps = 0u64;
+//!         for _op in script.bytes().cycle() {
+//!             steps += 1; // one step of the interpreter
+//!             if steps % 1_000 == 0 && token.is_cancelled() {
+//!                 break;
+//!             }
+//!         }
+//!         steps
+//!     })
+//! }
+//!
+//! #[pymodule]
+//! fn sandbox(m: &Bound<'_, PyModule>) -> PyResult<()> {
+//!     m.add_function(wrap_pyfunction!(run, m)?)
+//! }
+//! ```
+//!
+//! ```python
+//! async def handler(script):
+//!     async with asyncio.timeout(2):   # the timeout cancels the task, and the task the job
+//!         return await sandbox.run(script)
+//! ```
+//!
+//! No Rust async runtime is involved: the job runs on a [`tethered::Spawner`] (a new thread by
+//! default), its outcome is delivered with `loop.call_soon_threadsafe`, and the future's done
+//! callback carries the cancel back.
+//!
+//! # What cancels a job, and with which reason
+//!
+//! | On the Python side | The job's token |
+//! | --- | --- |
+//! | `fut.cancel()`, `task.cancel()` | [`CancelReason::Dropped`] |
+//! | `fut.cancel(msg)`, `task.cancel(msg)` | [`CancelReason::Custom`]`(msg)` |
+//! | `asyncio.wait_for` or `asyncio.timeout` expiring | `Dropped`: asyncio cancels without a message, so the future cannot tell a timeout from any other cancel |
+//! | a `TaskGroup` sibling failing; `asyncio.run` cancelling the tasks left at its end | `Dropped` |
+//! | an anyio cancel scope (`move_on_after`, `fail_after`, `cancel()`) | `Custom` with anyio's message (`"Cancelled via cancel scope ..."`; `"...; reason: deadline exceeded"` for a deadline) |
+//! | the future freed unsettled (nothing awaits it any more) | `Dropped` |
+//! | the loop closed (or freed) with the job running; the interpreter exiting | [`CancelReason::Shutdown`] |
+//! | a parent token ([`Builder::child_of`]), a [`NativeScope`](tethered::NativeScope) | theirs |
+//!
+//! The closure decides what a cancelled run returns; its value reaches the awaiting code only
+//! if the future is still pending (a cancel from a parent token or a scope). A job cancelled
+//! before its closure started never runs it, and its future is cancelled with the reason.
+//!
+//! # Guarantees
+//!
+//! - The closure runs without the GIL; the GIL is taken only to convert its value and to hand
+//!   it to the loop.
+//! - An outcome is delivered on the loop's thread and only to a future that is still pending:
+//!   never `InvalidStateError`, and never "Event loop is closed" from a native thread (an
+//!   outcome for a closed loop is dropped).
+//! - A panic in the closure or in the conversion of its value is raised as pyo3's
+//!   `PanicException` in the awaiting coroutine, never on the native thread.
+//! - Closing a loop cancels the jobs it still runs (`Shutdown`); stopping it does not (a
+//!   stopped loop may run again: `run_until_complete` stops it after every call).
+//! - At interpreter exit an `atexit` hook cancels every job still running (`Shutdown`) and
+//!   waits for outcomes being delivered; from then on no native thread of this crate attaches
+//!   to the interpreter, and exit does not wait for the closures themselves.
+//! - Every closure counts in [`tethered::stats()`]`.running` until it returns.
+
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod builder;
+mod event_loop;
+mod exit;
+mod glue;
+mod into_py_result;
+mod link;
+mod outcome;
+mod spawn;
+
+pub use builder::Builder;
+pub use into_py_result::{Fallible, IntoPyResult, Value};
+pub use spawn::{spawn_native, spawn_native_joined};
+pub use tethered::{CancelReason, CancelToken};
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,217 @@
+//! [`Link`]: one native job tied to one asyncio future.
+//!
+//! ```text
+//!   asyncio side (loop thread, GIL)                 native side (job thread, no GIL)
+//!   fut cancelled ──▶ done callback ──▶ abort.cancel(reason) ──▶ token.is_cancelled()
+//!   fut freed unsettled ──▶ callback dropped ──▶ abort.cancel(Dropped)
+//!   loop closed / interpreter exit ──▶ loop token ──▶ abort.cancel(Shutdown)
+//!   resolve(fut, ..) ◀── loop.call_soon_threadsafe ◀── waker: handle ready ◀── closure returns
+//! ```
+//!
+//! The job's [`AbortableNative`] handle is polled with a waker that is the link itself: the
+//! core wakes it from the thread that finished the job, which polls again, takes the result,
+//! converts it under the GIL and hands it to the loop. Cancels go through the job's
+//! [`AbortHandle`], never through the handle, so a cancel that finishes a queued job (and
+//! wakes the link on the cancelling thread) never meets the handle's lock held by itself.
+//!
+//! # Invariants
+//!
+//! 1. The outcome is taken from the handle once (`job` becomes `None`), and delivered at most
+//!    once; `resolve` then settles the future only if it is still pending, on the loop thread.
+//! 2. The link holds the future weakly: a future nobody references any more is freed, its
+//!    done callback with it, and that cancels the job with [`CancelReason::Dropped`].
+//! 3. No lock of the link is held while cancelling, dropping the loop registration, or
+//!    calling into Python.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyCFunction, PyWeakrefMethods, PyWeakrefReference};
+use tethered::{
+    AbortHandle, AbortableNative, CallbackGuard, CancelReason, CancelToken, NativeError,
+};
+
+use crate::exit;
+use crate::glue::glue;
+use crate::outcome;
+
+/// What a finished closure leaves behind: its value, to be converted under the GIL.
+pub(crate) type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+/// One job and the future that awaits it.
+pub(crate) struct Link {
+    /// Every cancel of the job goes through it.
+    abort: AbortHandle,
+    /// The handle, until its outcome is taken.
+    job: Mutex<Option<AbortableNative<Convert>>>,
+    /// The registration on the event loop's token, dropped once the job finished.
+    loop_link: Mutex<Option<CallbackGuard>>,
+    future: Py<PyWeakrefReference>,
+    event_loop: Py<PyAny>,
+}
+
+impl Link {
+    /// Ties `job` to `future` and to the loop's token: adds the done callback and polls the
+    /// job once.
+    pub(crate) fn tie(
+        py: Python<'_>,
+        job: AbortableNative<Convert>,
+        loop_token: &CancelToken,
+        future: &Bound<'_, PyAny>,
+        event_loop: &Bound<'_, PyAny>,
+    ) -> PyResult<Arc<Link>> {
+        let abort = job.abort_handle();
+        // Runs at once if the loop's token is cancelled already.
+        let loop_link = {
+            let abort = abort.clone();
+            loop_token.on_cancel(move |reason| {
+                abort.cancel(reason.clone());
+            })
+        };
+        let link = Arc::new(Link {
+            abort,
+            job: Mutex::new(Some(job)),
+            loop_link: Mutex::new(Some(loop_link)),
+            future: PyWeakrefReference::new(future)?.unbind(),
+            event_loop: event_loop.clone().unbind(),
+        });
+        let on_done = CancelOnDrop(link.clone());
+        let callback = PyCFunction::new_closure(
+            py,
+            Some(c"tethered_pyo3_done"),
+            Some(c"Cancels the native job when its future is cancelled or dropped."),
+            move |args, _kwargs| -> PyResult<()> {
+                let future = args.get_item(0)?;
+                on_done.0.cancel(reason_of(&future));
+                Ok(())
+            },
+        )?;
+        future.call_method1("add_done_callback", (callback,))?;
+        link.poll();
+        Ok(link)
+    }
+
+    /// Cancels the job, unless it has finished (with no lock held: invariant 3).
+    pub(crate) fn cancel(&self, reason: CancelReason) {
+        self.abort.cancel(reason);
+    }
+
+    /// Polls the handle; once it is ready, takes the outcome and delivers it.
+    fn poll(self: &Arc<Self>) {
+        let result = {
+            let mut slot = lock(&self.job);
+            let Some(job) = slot.as_mut() else {
+                return;
+            };
+            let waker = Waker::from(self.clone());
+            match Pin::new(job).poll(&mut Context::from_waker(&waker)) {
+                Poll::Pending => return,
+                Poll::Ready(result) => {
+                    *slot = None;
+                    result
+                }
+            }
+        };
+        // Outside the job's lock (invariant 3): dropping the registration waits for its callback
+        // if it runs right now on another thread, and that callback may be polling this link.
+        drop(lock(&self.loop_link).take());
+        self.deliver(result);
+    }
+
+    fn deliver(&self, result: Result<Convert, NativeError>) {
+        // Nothing of a user's (a conversion, a drop) may unwind into the thread that woke us.
+        outcome::quietly(move || {
+            let Some(_pass) = exit::enter() else {
+                return; // the interpreter is exiting: `result` is dropped, detached
+            };
+            // `None` when there is no interpreter to attach to; `result` is dropped then too.
+            let _ = Python::try_attach(|py| self.deliver_attached(py, result));
+        });
+    }
+
+    fn deliver_attached(&self, py: Python<'_>, result: Result<Convert, NativeError>) {
+        let Some(future) = self.future.bind(py).upgrade() else {
+            return; // freed: nobody can await it any more
+        };
+        let (how, value) = outcome::to_python(py, result);
+        let event_loop = self.event_loop.bind(py);
+        let sent = glue(py).and_then(|glue| {
+            event_loop.call_method1(
+                "call_soon_threadsafe",
+                (glue.resolve.bind(py), &future, how as u8, value),
+            )
+        });
+        if let Err(err) = sent {
+            // A closed loop refuses with RuntimeError: nothing runs on it any more, so nothing
+            // awaits the future. Anything else is reported the way Python reports errors that
+            // have no caller.
+            let closed = event_loop
+                .call_method0("is_closed")
+                .and_then(|closed| closed.is_truthy())
+                .unwrap_or(true);
+            if !closed {
+                err.write_unraisable(py, Some(&future));
+            }
+        }
+    }
+}
+
+impl Wake for Link {
+    fn wake(self: Arc<Self>) {
+        self.poll();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.poll();
+    }
+}
+
+/// Held by the done callback: cancels the job when the callback goes away, which happens when
+/// the future is freed (or after the callback ran, when the job is settled or cancelled
+/// already, and this does nothing).
+struct CancelOnDrop(Arc<Link>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel(CancelReason::Dropped);
+    }
+}
+
+/// Why a done future stopped waiting: `Custom(msg)` for `cancel(msg)`, `Dropped` otherwise
+/// (a cancel without a message, or a result set by someone else).
+fn reason_of(future: &Bound<'_, PyAny>) -> CancelReason {
+    let cancelled = future
+        .call_method0("cancelled")
+        .and_then(|cancelled| cancelled.is_truthy())
+        .unwrap_or(false);
+    if !cancelled {
+        return CancelReason::Dropped;
+    }
+    // A cancelled future's `exception()` raises a CancelledError whose args hold the message.
+    let message = match future.call_method0("exception") {
+        Err(err) => err
+            .value(future.py())
+            .getattr("args")
+            .and_then(|args| args.get_item(0)),
+        Ok(_) => return CancelReason::Dropped,
+    };
+    reason_from_message(message.ok().as_ref())
+}
+
+/// `Custom(msg)` for a cancel message that is not `None`, `Dropped` otherwise.
+pub(crate) fn reason_from_message(message: Option<&Bound<'_, PyAny>>) -> CancelReason {
+    match message
+        .filter(|message| !message.is_none())
+        .map(|message| message.str())
+    {
+        Some(Ok(text)) => CancelReason::custom(text.to_string()),
+        _ => CancelReason::Dropped,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing of ours panics while holding these locks; a poisoned one is still consistent.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

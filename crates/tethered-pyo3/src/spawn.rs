@@ -1,0 +1,104 @@
+//! [`spawn_native`] and [`spawn_native_joined`]: a native job as something asyncio awaits.
+
+use pyo3::prelude::*;
+use tethered::CancelToken;
+
+use crate::builder::Builder;
+use crate::into_py_result::IntoPyResult;
+
+/// Runs `f` on a native thread and returns an `asyncio.Future` of its outcome, bound to the
+/// running event loop; cancelling the future (or the task awaiting it) cancels `f`'s token.
+///
+/// - `f` runs on a new thread (use a [`Builder`] for a spawner, a scope, a name or a parent
+///   token), without the GIL. It is counted in [`tethered::stats()`] until it returns.
+/// - Awaiting the future gives `f`'s value converted to Python ([`IntoPyResult`]); an `Err`
+///   from `f` is raised as that exception; a panic in `f` raises pyo3's `PanicException` with
+///   the panic message.
+/// - `fut.cancel()`, and everything that cancels the awaiting task (`task.cancel()`,
+///   `asyncio.wait_for` and `asyncio.timeout` expiring, a `TaskGroup` whose sibling failed,
+///   an anyio cancel scope), cancels the token with [`CancelReason::Dropped`], or with
+///   [`CancelReason::Custom`] holding the message of a `cancel(msg)` (anyio's cancel scopes
+///   give one). asyncio tells the future nothing else, so a timeout is `Dropped` too.
+/// - The future freed before it is done (nothing references it any more, so nothing can
+///   await it) cancels with `Dropped`, as dropping a Rust future does. A traceback that keeps
+///   the frame holding it alive keeps the job running too.
+/// - The loop closing with the job unfinished, or the interpreter exiting, cancels with
+///   [`CancelReason::Shutdown`]; an outcome that arrives after its loop closed is dropped
+///   quietly.
+/// - The awaiting task's `CancelledError` comes at once, as asyncio's cancellation usually
+///   does, while `f` returns in its own time; use [`spawn_native_joined`] for a cancellation
+///   that completes only once `f` has returned.
+///
+/// [`CancelReason::Dropped`]: tethered::CancelReason::Dropped
+/// [`CancelReason::Custom`]: tethered::CancelReason::Custom
+/// [`CancelReason::Shutdown`]: tethered::CancelReason::Shutdown
+///
+/// # Errors
+///
+/// `RuntimeError` when no asyncio event loop runs on this thread (call it from a coroutine),
+/// or when the spawner refused the job.
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// /// `await count_up(10**12)` counts on a native thread; cancelling the awaiting task
+/// /// stops it within one step.
+/// #[pyfunction]
+/// fn count_up(py: Python<'_>, limit: u64) -> PyResult<Bound<'_, PyAny>> {
+///     tethered_pyo3::spawn_native(py, move |token| {
+///         let mut n = 0u64;
+///         while n < limit && !token.is_cancelled() {
+///             n += 1;
+///         }
+///         n // a partial count when cancelled
+///     })
+/// }
+/// ```
+pub fn spawn_native<'py, F, R, M>(py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: FnOnce(CancelToken) -> R + Send + 'static,
+    R: IntoPyResult<M>,
+{
+    Builder::new().spawn(py, f)
+}
+
+/// [`spawn_native`] whose cancellation waits for the native code: when the awaiting task is
+/// cancelled, the token is cancelled at once, but the task's `CancelledError` is raised only
+/// after `f` has returned (its value is then dropped), as anyio's `to_thread.run_sync` does.
+///
+/// Use it when the caller must know the native code is done once the cancellation completed:
+/// it holds a lock, a file, a connection, or state the next request reuses. The awaitable is
+/// a coroutine; further cancels while it waits are absorbed, and `asyncio.wait_for` and
+/// `asyncio.timeout` raise their `TimeoutError` only after `f` returned.
+///
+/// # Errors
+///
+/// As [`spawn_native`].
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// /// Writes `chunks` chunks; a cancelled `await write_all(..)` completes only after the
+/// /// file is flushed and closed.
+/// #[pyfunction]
+/// fn write_all(py: Python<'_>, path: String, chunks: u32) -> PyResult<Bound<'_, PyAny>> {
+///     tethered_pyo3::spawn_native_joined(py, move |token| -> std::io::Result<u32> {
+///         use std::io::Write;
+///         let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+///         let mut written = 0;
+///         while written < chunks && !token.is_cancelled() {
+///             file.write_all(&[0; 4096])?;
+///             written += 1;
+///         }
+///         file.flush()?; // done before the caller's CancelledError
+///         Ok(written)
+///     })
+/// }
+/// ```
+pub fn spawn_native_joined<'py, F, R, M>(py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: FnOnce(CancelToken) -> R + Send + 'static,
+    R: IntoPyResult<M>,
+{
+    Builder::new().spawn_joined(py, f)
+}

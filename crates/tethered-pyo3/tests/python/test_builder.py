@@ -1,0 +1,63 @@
+"""`tethered_pyo3::Builder`: a parent token and a scope cancel jobs from the Rust side; the
+awaiting coroutine then gets the closure's value, or a CancelledError for a job that never ran."""
+
+import asyncio
+
+import pytest
+import tethered_example as ext
+from conftest import eventually, returned, started
+
+
+async def test_parent_cancel_stops_the_job_and_the_value_still_arrives():
+    parent = ext.Parent()
+    probe = ext.Probe()
+    fut = ext.spin_child_of(parent, probe)
+    await started(probe)
+    parent.cancel("request ended")
+    steps = await fut  # the future was pending: the closure's value reaches it
+    assert steps > 0
+    assert probe.reason == 'Custom("request ended")'
+
+
+async def test_a_job_of_a_cancelled_parent_never_runs_and_its_future_is_cancelled():
+    parent = ext.Parent()
+    parent.cancel("too late")
+    probe = ext.Probe()
+    with pytest.raises(asyncio.CancelledError, match="too late"):
+        await ext.spin_child_of(parent, probe)
+    assert not probe.returned and not probe.running
+
+
+async def test_scope_bounds_the_jobs_and_cancel_all_stops_running_and_queued_ones():
+    probes = [ext.Probe() for _ in range(3)]
+    futures = [ext.spin_in_scope(p) for p in probes]  # the scope runs two at a time
+    await started(probes[0], probes[1])
+    await asyncio.sleep(0.1)
+    assert not probes[2].running, "the third job waits for a slot"
+
+    ext.cancel_scope()
+    results = await asyncio.gather(*futures, return_exceptions=True)
+    assert results[0] > 0 and results[1] > 0
+    assert isinstance(results[2], asyncio.CancelledError), results[2]
+    assert "shutting down" in str(results[2])
+    assert probes[0].reason == probes[1].reason == "Shutdown"
+    assert not probes[2].returned, "a job cancelled while queued never runs"
+
+
+async def test_a_cancelled_task_frees_its_scope_slot_for_the_next_job():
+    first, second = ext.Probe(), ext.Probe()
+    blocker = ext.Probe()
+    blocking = asyncio.ensure_future(ext.spin_in_scope(blocker))
+    task = asyncio.create_task(asyncio.wait_for(ext.spin_in_scope(first), 0.1))
+    await started(blocker, first)
+    with pytest.raises(TimeoutError):
+        await task
+    assert await returned(first)
+    # The slot is free again: a new job starts while `blocker` still holds the other one.
+    later = asyncio.ensure_future(ext.spin_in_scope(second))
+    await started(second)
+    assert await eventually(lambda: second.running, 2.0)
+    later.cancel()
+    blocking.cancel()
+    assert await returned(second)
+    assert await returned(blocker)

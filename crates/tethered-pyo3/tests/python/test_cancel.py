@@ -1,0 +1,163 @@
+"""Every way asyncio (and anyio) cancels an awaiting task reaches the native loop.
+
+Each test runs a tethered `spin` and a naive `NaiveSpinner` behind `run_in_executor` through the
+same cancel: the tethered closure returns within seconds (in practice, within a millisecond),
+with the reason the table in the crate docs gives; the naive one spins on until the test stops it.
+"""
+
+import asyncio
+import gc
+
+import anyio
+import pytest
+import tethered_example as ext
+from conftest import Naive, awaiting, returned, started
+
+
+async def test_task_cancel_stops_the_native_loop_with_dropped():
+    probe = ext.Probe()
+    async with Naive() as naive:
+        tethered = asyncio.create_task(awaiting(ext.spin(probe)))
+        untethered = asyncio.create_task(awaiting(naive.start()))
+        await started(probe)
+        await naive.started()
+
+        tethered.cancel()
+        untethered.cancel()
+        for task in (tethered, untethered):
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        assert await returned(probe)
+        assert probe.reason == "Dropped"
+        await asyncio.sleep(0.2)
+        assert naive.running, "the naive executor job should still spin"
+
+
+async def test_cancel_message_reaches_native_code_as_custom():
+    probe = ext.Probe()
+    task = asyncio.create_task(awaiting(ext.spin(probe)))
+    await started(probe)
+    task.cancel("client went away")
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await returned(probe)
+    assert probe.reason == 'Custom("client went away")'
+
+
+async def test_future_cancel_stops_the_native_loop():
+    probe = ext.Probe()
+    fut = ext.spin(probe)
+    await started(probe)
+    assert fut.cancel("stop")
+    assert await returned(probe)
+    assert probe.reason == 'Custom("stop")'
+
+
+async def test_future_freed_unawaited_cancels_the_job_with_dropped():
+    probe = ext.Probe()
+    fut = ext.spin(probe)
+    await started(probe)
+    del fut  # nothing can await it any more, as when a Rust future is dropped
+    gc.collect()
+    assert await returned(probe)
+    assert probe.reason == "Dropped"
+
+
+async def test_wait_for_timeout_stops_the_native_loop():
+    probe = ext.Probe()
+    async with Naive() as naive:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(ext.spin(probe), 0.05)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(naive.start(), 0.05)
+
+        assert await returned(probe)
+        # asyncio cancels the inner future without a message: a timeout is `Dropped`.
+        assert probe.reason == "Dropped"
+        await asyncio.sleep(0.2)
+        assert naive.running
+
+
+async def test_asyncio_timeout_stops_the_native_loop():
+    probe = ext.Probe()
+    async with Naive() as naive:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.05):
+                await ext.spin(probe)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.05):
+                await naive.start()
+
+        assert await returned(probe)
+        assert probe.reason == "Dropped"
+        await asyncio.sleep(0.2)
+        assert naive.running
+
+
+async def test_taskgroup_sibling_failure_stops_the_native_loop():
+    probe = ext.Probe()
+
+    async def fail_soon():
+        await asyncio.sleep(0.05)
+        raise ValueError("sibling failed")
+
+    async with Naive() as naive:
+        with pytest.raises(ExceptionGroup) as group:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(awaiting(ext.spin(probe)))
+                tg.create_task(awaiting(naive.start()))
+                tg.create_task(fail_soon())
+        assert group.group_contains(ValueError, match="sibling failed")
+
+        assert await returned(probe)
+        assert probe.reason == "Dropped"
+        await asyncio.sleep(0.2)
+        assert naive.running
+
+
+def test_anyio_cancel_scope_stops_the_native_loop():
+    probe = ext.Probe()
+    timed_out = ext.Probe()
+    naive = Naive()
+
+    async def main():
+        async with anyio.create_task_group() as tg:
+
+            async def run_tethered():
+                await ext.spin(probe)
+
+            async def run_naive():
+                # abandon_on_cancel: without it anyio would wait for the thread forever.
+                await anyio.to_thread.run_sync(naive.spinner.run, abandon_on_cancel=True)
+
+            tg.start_soon(run_tethered)
+            tg.start_soon(run_naive)
+            await started(probe)
+            await naive.started()
+            tg.cancel_scope.cancel()
+
+        with anyio.move_on_after(0.05):
+            await ext.spin(timed_out)
+
+    with naive:
+        anyio.run(main, backend="asyncio")
+        assert probe.wait_returned(2.0)
+        assert timed_out.wait_returned(2.0)
+        # anyio cancels with a message of its own, which becomes `Custom`.
+        assert probe.reason.startswith('Custom("Cancelled via cancel scope')
+        assert timed_out.reason.endswith('reason: deadline exceeded")')
+        assert naive.running
+
+
+async def test_a_cancel_reaches_only_the_job_of_the_cancelled_task():
+    left, right = ext.Probe(), ext.Probe()
+    cancelled = asyncio.create_task(awaiting(ext.spin(left)))
+    kept = asyncio.create_task(awaiting(ext.spin(right)))
+    await started(left, right)
+    cancelled.cancel()
+    assert await returned(left)
+    await asyncio.sleep(0.1)
+    assert right.running
+    kept.cancel()
+    assert await returned(right)

@@ -1,0 +1,65 @@
+"""What awaiting a native job gives: its value, its exception, its panic."""
+
+import asyncio
+
+import pytest
+import tethered_example as ext
+
+
+async def test_value_is_the_closures_return_value():
+    assert await ext.add(2, 40) == 42
+
+
+async def test_python_objects_pass_through_unchanged():
+    value = {"a": [1, 2.5, None]}
+    assert await ext.echo(value) is value
+
+
+async def test_closure_error_is_raised_as_that_python_exception():
+    with pytest.raises(ValueError, match="^bad input$"):
+        await ext.fail("bad input")
+
+
+async def test_panic_is_raised_as_panic_exception_with_its_message():
+    # pyo3's PanicException derives from BaseException, as for a panicking #[pyfunction].
+    with pytest.raises(BaseException, match="^boom 7$") as raised:
+        await ext.panic("boom 7")
+    assert type(raised.value).__name__ == "PanicException"
+    assert not isinstance(raised.value, Exception)
+
+
+async def test_result_is_an_asyncio_future_of_the_running_loop():
+    fut = ext.add(1, 1)
+    assert isinstance(fut, asyncio.Future)
+    assert fut.get_loop() is asyncio.get_running_loop()
+    assert await fut == 2
+
+
+def test_without_a_running_loop_the_call_raises_runtime_error():
+    with pytest.raises(RuntimeError, match="no running asyncio event loop"):
+        ext.add(1, 2)
+
+
+async def test_many_results_each_reach_their_own_future():
+    results = await asyncio.gather(*(ext.add(n, n) for n in range(200)))
+    assert results == [2 * n for n in range(200)]
+
+
+async def test_builder_names_the_thread_and_runs_on_the_given_spawner():
+    assert await ext.thread_name() == "example-job"
+    assert await ext.pool_thread_name() == "example-pool"
+
+
+async def test_parse_error_of_a_script_is_raised_at_the_call():
+    with pytest.raises(ValueError, match="line 1: unknown instruction"):
+        ext.run_script("jump nowhere")
+
+
+async def test_a_script_that_halts_returns_its_registers():
+    report = await ext.run_script("set x 3\nloop:\nadd y 2\nsub x 1\njnz x loop\nhalt")
+    assert report == {
+        "outcome": "halted",
+        "reason": None,
+        "steps": 11,
+        "registers": {"x": 0, "y": 6},
+    }

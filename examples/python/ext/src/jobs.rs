@@ -1,0 +1,217 @@
+//! Native jobs for the pytest suite: each returns an awaitable from `tethered_pyo3`.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tethered::{CancelReason, CancelSource, CancelToken, NativeScope, ThreadSpawner};
+use tethered_pyo3::Builder;
+
+use crate::probe::Probe;
+
+/// `await add(a, b)`: the sum, computed on a native thread.
+#[pyfunction]
+pub(crate) fn add(py: Python<'_>, a: i64, b: i64) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |_token| a + b)
+}
+
+/// `await echo(value)`: the very object, handed through a native thread.
+#[pyfunction]
+pub(crate) fn echo<'py>(py: Python<'py>, value: Py<PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |_token| value)
+}
+
+/// `await fail(message)` raises `ValueError(message)`.
+#[pyfunction]
+pub(crate) fn fail(py: Python<'_>, message: String) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |_token| -> PyResult<()> {
+        Err(PyValueError::new_err(message))
+    })
+}
+
+/// `await panic(message)`: the closure panics with `message`.
+#[pyfunction]
+pub(crate) fn panic(py: Python<'_>, message: String) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |_token| -> u32 { std::panic::panic_any(message) })
+}
+
+/// Spins (one atomic load per step) until cancelled; returns the steps it made.
+fn spin_until_cancelled(probe: &Probe, token: &CancelToken) -> u64 {
+    let mut steps = 0;
+    while !token.is_cancelled() {
+        probe.step();
+        steps += 1;
+    }
+    steps
+}
+
+/// `await spin(probe)`: busy until cancelled.
+#[pyfunction]
+pub(crate) fn spin(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |token| {
+        probe.start(&token);
+        let steps = spin_until_cancelled(&probe, &token);
+        probe.finish(&token);
+        steps
+    })
+}
+
+/// Busy until cancelled, then `linger` seconds of clean-up before returning.
+fn spin_then_linger(probe: &Probe, token: &CancelToken, linger: f64) -> u64 {
+    probe.start(token);
+    let steps = spin_until_cancelled(probe, token);
+    std::thread::sleep(Duration::from_secs_f64(linger));
+    probe.finish(token);
+    steps
+}
+
+/// `await spin_lingering(probe, linger)`: [`spin`], with `linger` seconds of clean-up after
+/// the cancel; the awaiting task's cancellation does not wait for them.
+#[pyfunction]
+pub(crate) fn spin_lingering(
+    py: Python<'_>,
+    probe: Probe,
+    linger: f64,
+) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |token| spin_then_linger(&probe, &token, linger))
+}
+
+/// `await spin_joined(probe, linger)`: as [`spin_lingering`], but the awaiting task's
+/// cancellation completes only after the clean-up.
+#[pyfunction]
+pub(crate) fn spin_joined(py: Python<'_>, probe: Probe, linger: f64) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native_joined(py, move |token| spin_then_linger(&probe, &token, linger))
+}
+
+/// `await echo_joined(value)`: [`echo`] through the joining variant.
+#[pyfunction]
+pub(crate) fn echo_joined<'py>(py: Python<'py>, value: Py<PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    tethered_pyo3::spawn_native_joined(py, move |_token| value)
+}
+
+/// `await idle(probe)`: sleeps in 50 ms steps on its token until cancelled: cheap enough to
+/// run a thousand at once.
+#[pyfunction]
+pub(crate) fn idle(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |token| {
+        probe.start(&token);
+        while token.wait_timeout(Duration::from_millis(50)).is_none() {
+            probe.step();
+        }
+        probe.finish(&token);
+    })
+}
+
+/// `await sleep(seconds, value)`: sleeps without looking at its token, then returns `value`.
+#[pyfunction]
+pub(crate) fn sleep(py: Python<'_>, seconds: f64, value: Py<PyAny>) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |_token| {
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        value
+    })
+}
+
+/// `await ignore_token(probe, seconds)`: runs `seconds` without looking at its token, as
+/// native code that has no check would.
+#[pyfunction]
+pub(crate) fn ignore_token(
+    py: Python<'_>,
+    probe: Probe,
+    seconds: f64,
+) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |token| {
+        probe.start(&token);
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        probe.finish(&token);
+    })
+}
+
+/// `await thread_name()`: the name of the thread the job ran on (named with the builder).
+#[pyfunction]
+pub(crate) fn thread_name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    Builder::new().name("example-job").spawn(py, |_token| {
+        std::thread::current().name().map(str::to_owned)
+    })
+}
+
+static POOL: LazyLock<ThreadSpawner> = LazyLock::new(|| ThreadSpawner::new().name("example-pool"));
+
+/// `await pool_thread_name()`: a job run by a spawner of the module's: its thread's name.
+#[pyfunction]
+pub(crate) fn pool_thread_name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    Builder::new().spawner(&*POOL).spawn(py, |_token| {
+        std::thread::current().name().map(str::to_owned)
+    })
+}
+
+/// A cancel source Python holds: jobs spawned `child_of` it stop when it is cancelled.
+#[pyclass(frozen, module = "tethered_example")]
+pub(crate) struct Parent {
+    source: CancelSource,
+}
+
+#[pymethods]
+impl Parent {
+    #[new]
+    fn new() -> Self {
+        Parent {
+            source: CancelSource::new(),
+        }
+    }
+
+    /// Cancels every job spawned as a child, with `CancelReason::Custom(message)`.
+    fn cancel(&self, message: String) {
+        self.source.cancel(CancelReason::custom(message));
+    }
+}
+
+/// `await spin_child_of(parent, probe)`: [`spin`] as a child of `parent`; returns its steps
+/// when the parent is cancelled.
+#[pyfunction]
+pub(crate) fn spin_child_of<'py>(
+    py: Python<'py>,
+    parent: &Bound<'py, Parent>,
+    probe: Probe,
+) -> PyResult<Bound<'py, PyAny>> {
+    let parent = parent.get().source.token();
+    Builder::new().child_of(&parent).spawn(py, move |token| {
+        probe.start(&token);
+        let steps = spin_until_cancelled(&probe, &token);
+        probe.finish(&token);
+        steps
+    })
+}
+
+static SCOPE: LazyLock<NativeScope> = LazyLock::new(|| NativeScope::new().with_max_running(2));
+
+/// `await spin_in_scope(probe)`: [`spin`] in the module's scope, which runs two at a time.
+#[pyfunction]
+pub(crate) fn spin_in_scope(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
+    Builder::new().scope(&SCOPE).spawn(py, move |token| {
+        probe.start(&token);
+        let steps = spin_until_cancelled(&probe, &token);
+        probe.finish(&token);
+        steps
+    })
+}
+
+/// Cancels every job of the module's scope with `CancelReason::Shutdown`.
+#[pyfunction]
+pub(crate) fn cancel_scope() {
+    SCOPE.cancel_all(CancelReason::Shutdown);
+}
+
+/// `tethered::stats()` as a dict.
+#[pyfunction]
+pub(crate) fn stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let stats = tethered::stats();
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("running", stats.running)?;
+    dict.set_item("queued", stats.queued)?;
+    dict.set_item("detached", stats.detached)?;
+    dict.set_item("spawned", stats.spawned)?;
+    dict.set_item("cancelled", stats.cancelled)?;
+    dict.set_item("panicked", stats.panicked)?;
+    Ok(dict)
+}

@@ -1,0 +1,40 @@
+//! The example extension module of `tethered-pyo3`, `tethered_example`: a sandbox interpreter
+//! whose runs stop when the asyncio task awaiting them is cancelled, and the probes the
+//! pytest suite (`crates/tethered-pyo3/tests/python`) drives.
+//!
+//! Build it into the project's virtualenv with `crates/tethered-pyo3/python/setup.sh`.
+
+#![forbid(unsafe_code)]
+
+mod jobs;
+mod naive;
+mod probe;
+mod sandbox;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sandbox::run_script, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::stats, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::add, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::echo, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::fail, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::panic, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_lingering, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_joined, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::echo_joined, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::idle, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::sleep, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::ignore_token, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::thread_name, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::pool_thread_name, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_child_of, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_in_scope, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::cancel_scope, m)?)?;
+    m.add_class::<probe::Probe>()?;
+    m.add_class::<naive::NaiveSpinner>()?;
+    m.add_class::<jobs::Parent>()?;
+    Ok(())
+}

@@ -10,8 +10,11 @@ use pyo3::{IntoPyObject, IntoPyObjectExt};
 /// the interpreter for just that long. An `Err` is raised in the awaiting coroutine as that
 /// Python exception.
 ///
-/// `Marker` only keeps the two blanket implementations apart ([`Value`] for plain values,
-/// [`Fallible`] for `Result`s); the compiler infers it, so code never names it.
+/// `Marker` only keeps the two blanket implementations apart ([`marker::Value`] for plain
+/// values, [`marker::Fallible`] for `Result`s); the compiler infers it, so code never names it.
+///
+/// [`marker::Value`]: crate::marker::Value
+/// [`marker::Fallible`]: crate::marker::Fallible
 ///
 /// ```no_run
 /// use pyo3::exceptions::PyValueError;

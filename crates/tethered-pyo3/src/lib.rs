@@ -56,6 +56,10 @@
 //! | the loop closed (or freed) with the job running; the interpreter exiting | [`CancelReason::Shutdown`] |
 //! | a parent token ([`Builder::child_of`]), a [`NativeScope`](tethered::NativeScope) | theirs |
 //!
+//! The token is cancelled when the loop runs the future's done callbacks, on its next iteration
+//! after the cancel (asyncio runs done callbacks through `call_soon`); a loop that closes before
+//! that cancels it with `Shutdown` instead.
+//!
 //! The closure decides what a cancelled run returns; its value reaches the awaiting code only
 //! if the future is still pending (a cancel from a parent token or a scope). A job cancelled
 //! before its closure started never runs it, and its future is cancelled with the reason.
@@ -89,9 +93,14 @@ mod outcome;
 mod spawn;
 
 pub use builder::Builder;
-pub use into_py_result::{Fallible, IntoPyResult, Value};
+pub use into_py_result::IntoPyResult;
 pub use spawn::{spawn_native, spawn_native_joined};
 pub use tethered::{CancelReason, CancelToken};
+
+/// The markers that keep [`IntoPyResult`]'s two blanket implementations apart.
+pub mod marker {
+    pub use crate::into_py_result::{Fallible, Value};
+}
 
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

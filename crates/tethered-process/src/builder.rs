@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use tethered::{NativeJob, NativeScope, Spawner, ThreadSpawner};
+use tethered::{Builder, NativeScope, Spawner, ThreadSpawner};
 
 use crate::capture::Capture;
 use crate::handoff::Handoff;
@@ -51,7 +51,7 @@ pub struct Process {
     capture_limit: usize,
     capture_stdout: bool,
     capture_stderr: bool,
-    job: Option<NativeJob>,
+    job: Option<Builder>,
 }
 
 impl Process {
@@ -131,20 +131,20 @@ impl Process {
         self
     }
 
-    /// The options of the job that waits for the child: its name, a parent token
-    /// ([`NativeJob::child_of`]), its source. Without this, the job is named after the program
+    /// The options of the job that waits for the child, from the core's [`Builder`]: its name,
+    /// a parent token ([`Builder::child_of`]). Without this, the job is named after the program
     /// and its pid.
     ///
     /// ```
     /// use std::process::Command;
-    /// use tethered::{CancelReason, CancelSource, NativeJob};
+    /// use tethered::{AbortableNative, CancelReason, CancelSource};
     /// use tethered_process::Process;
     ///
     /// let request = CancelSource::new();
     /// let mut command = Command::new("sleep");
     /// command.arg("60");
     /// let job = Process::new(command)
-    ///     .job(NativeJob::builder().name("render").child_of(&request.token()))
+    ///     .job(AbortableNative::builder().name("render").child_of(&request.token()))
     ///     .spawn()?;
     /// request.cancel(CancelReason::Shutdown); // the whole request goes away
     /// let output = job.join_blocking()?;
@@ -152,7 +152,7 @@ impl Process {
     /// assert!(output.ended.is_stopped());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn job(mut self, job: NativeJob) -> Process {
+    pub fn job(mut self, job: Builder) -> Process {
         self.job = Some(job);
         self
     }
@@ -209,15 +209,27 @@ impl Process {
         let pid = live.pid();
 
         let (stdout, captured_stdout) = match stdout {
-            Some(pipe) if self.capture_stdout => {
-                (None, Some(start_capture(&mut live, pipe, self.capture_limit, "stdout")?))
-            }
+            Some(pipe) if self.capture_stdout => (
+                None,
+                Some(start_capture(
+                    &mut live,
+                    pipe,
+                    self.capture_limit,
+                    "stdout",
+                )?),
+            ),
             pipe => (pipe, None),
         };
         let (stderr, captured_stderr) = match stderr {
-            Some(pipe) if self.capture_stderr => {
-                (None, Some(start_capture(&mut live, pipe, self.capture_limit, "stderr")?))
-            }
+            Some(pipe) if self.capture_stderr => (
+                None,
+                Some(start_capture(
+                    &mut live,
+                    pipe,
+                    self.capture_limit,
+                    "stderr",
+                )?),
+            ),
             pipe => (pipe, None),
         };
         live.capture(captured_stdout, captured_stderr);

@@ -7,7 +7,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use tethered::{AbortableNative, CancelReason, CancelToken, NativeError, Tethered};
+use tethered::{AbortHandle, AbortableNative, CancelReason, CancelToken, NativeError, Tethered};
 
 use crate::handoff::Handoff;
 use crate::output::ProcessOutput;
@@ -29,7 +29,7 @@ use crate::output::ProcessOutput;
 /// - `Err(NativeError::Cancelled(_))`: only from a wrapper that stopped waiting (a `timeout`);
 ///   the child is then still being stopped, counted in `stats()` until it is reaped.
 /// - `Err(NativeError::Abandoned { .. })`: only if the job was built with
-///   [`NativeJob::abandon_after`](tethered::NativeJob::abandon_after).
+///   [`Builder::abandon_after`](tethered::Builder::abandon_after).
 ///
 /// ```
 /// use std::process::Command;
@@ -51,6 +51,7 @@ pub struct ProcessJob {
     rescue: Option<AbortableNative<ProcessOutput>>,
     handoff: Arc<Handoff>,
     token: CancelToken,
+    abort: AbortHandle,
     pid: u32,
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
@@ -68,6 +69,7 @@ impl ProcessJob {
     ) -> ProcessJob {
         ProcessJob {
             token: waiter.token(),
+            abort: waiter.abort_handle(),
             waiter: Some(waiter),
             rescue: None,
             handoff,
@@ -96,6 +98,26 @@ impl ProcessJob {
         self.waiter
             .as_ref()
             .is_some_and(|waiter| waiter.cancel(reason))
+    }
+
+    /// A cheap, clonable handle that cancels the job from elsewhere (another task, a callback)
+    /// without owning it: the same stop as [`cancel`](Self::cancel).
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use tethered::CancelReason;
+    /// use tethered_process::Process;
+    ///
+    /// let mut command = Command::new("sleep");
+    /// command.arg("60");
+    /// let job = Process::new(command).spawn()?;
+    /// let abort = job.abort_handle();
+    /// std::thread::spawn(move || abort.cancel(CancelReason::Requested));
+    /// assert!(job.join_blocking()?.ended.is_stopped());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn abort_handle(&self) -> AbortHandle {
+        self.abort.clone()
     }
 
     /// Cancels with [`CancelReason::Requested`], and returns a future that resolves once the

@@ -1,7 +1,7 @@
 //! Where this crate meets the core's job builder: the waiter and the rescue become tethered
 //! jobs here, and nowhere else.
 
-use tethered::{AbortableNative, NativeJob, NativeScope, SpawnError, Spawner, ThreadSpawner};
+use tethered::{AbortableNative, Builder, NativeScope, SpawnError, Spawner, ThreadSpawner};
 
 use crate::live::Live;
 use crate::output::ProcessOutput;
@@ -17,14 +17,14 @@ pub(crate) enum Place<'a, S: ?Sized> {
 
 /// The job options a `Process` starts from when it was given none: a name that says which
 /// child the job waits for.
-pub(crate) fn default_job(name: String) -> NativeJob {
-    NativeJob::builder().name(name)
+pub(crate) fn default_job(name: String) -> Builder {
+    Builder::new().name(name)
 }
 
 /// Spawns the waiter: a tethered job whose closure waits for the child, stops it when the job's
 /// token is cancelled, and reaps it.
 pub(crate) fn waiter<S: Spawner + ?Sized>(
-    job: NativeJob,
+    job: Builder,
     place: Place<'_, S>,
     tether: Tether,
 ) -> Result<AbortableNative<ProcessOutput>, SpawnError> {
@@ -42,7 +42,7 @@ pub(crate) fn waiter<S: Spawner + ?Sized>(
 pub(crate) fn rescue(live: Live) -> Option<AbortableNative<ProcessOutput>> {
     let name = format!("stop pid {}", live.pid());
     let tether = Tether::rescue(live);
-    NativeJob::builder()
+    Builder::new()
         .name(name)
         .spawn_on(&ThreadSpawner::new(), move |_own_token| tether.run(None))
         .ok()

@@ -198,3 +198,89 @@ impl Live {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::process::Command;
+
+    use tethered::{CancelReason, CancelSource};
+
+    use super::*;
+
+    /// A `Live` for `sh -c script` in a group of its own that polls `waitid`, as on macOS or
+    /// where `pidfd_open` is refused.
+    fn polling_live(script: &str, grace: Duration) -> Live {
+        let child = Command::new("sh")
+            .args(["-c", script])
+            .process_group(0)
+            .spawn()
+            .expect("sh starts");
+        let policy = StopPolicy {
+            grace,
+            polite: StopSignal::Term,
+        };
+        #[allow(unused_mut)]
+        let mut live = Live::new(child, true, policy);
+        #[cfg(target_os = "linux")]
+        {
+            live.pidfd = None;
+            live.target.forget_pidfd();
+        }
+        live
+    }
+
+    #[test]
+    fn polling_sees_a_child_exit_by_itself() {
+        let mut live = polling_live("exit 5", Duration::from_secs(2));
+        let token = CancelSource::new().token();
+        let output = live.run(Some(&token));
+        assert!(matches!(output.ended, Ended::Exited(status) if status.code() == Some(5)));
+        assert!(!live.is_unreaped());
+    }
+
+    #[test]
+    fn polling_wakes_at_the_cancel_and_stops_the_child() {
+        let mut live = polling_live("while :; do :; done", Duration::from_secs(2));
+        let source = CancelSource::new();
+        let token = source.token();
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            source.cancel(CancelReason::Timeout);
+        });
+        let output = live.run(Some(&token));
+        canceller.join().expect("the canceller returns");
+        assert!(matches!(output.ended, Ended::Stopped(status) if status.signal() == Some(15)));
+        assert_eq!(output.cancel_reason, Some(CancelReason::Timeout));
+    }
+
+    #[test]
+    fn polling_kills_after_the_grace() {
+        let grace = Duration::from_millis(100);
+        let mut live = polling_live("trap '' TERM; while :; do :; done", grace);
+        // Without a token the stop begins at once, as in a rescue. The shell may not have
+        // set its trap yet; then SIGTERM stops it: both ends are a stop.
+        let output = live.run(None);
+        match output.ended {
+            Ended::Killed(status) => {
+                assert_eq!(status.signal(), Some(9));
+                assert!(output.cancel_to_reaped.is_some_and(|took| took >= grace));
+            }
+            Ended::Stopped(status) => assert_eq!(status.signal(), Some(15)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn kill_now_kills_and_reaps_on_the_spot() {
+        let mut live = polling_live("trap '' TERM; while :; do :; done", Duration::MAX);
+        let pid = live.pid;
+        live.kill_now();
+        assert!(!live.is_unreaped());
+        // Reaped: no such process, not even a zombie.
+        assert_eq!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        );
+    }
+}

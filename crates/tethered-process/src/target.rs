@@ -68,3 +68,11 @@ impl Target {
         let _ = rustix::process::kill_process(self.pid, signal);
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+impl Target {
+    /// Signals by pid, as where there is no pidfd.
+    pub(crate) fn forget_pidfd(&mut self) {
+        self.pidfd = None;
+    }
+}

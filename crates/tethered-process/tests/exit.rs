@@ -66,7 +66,7 @@ fn a_parent_token_cancelled_before_the_spawn_stops_the_child_at_once() {
     let parent = tethered::CancelSource::new();
     parent.cancel(CancelReason::Shutdown);
     let job = Process::new(common::busy())
-        .job(tethered::NativeJob::builder().child_of(&parent.token()))
+        .job(tethered::Builder::new().child_of(&parent.token()))
         .spawn()
         .expect("sh starts");
     let child = Proc::of(job.pid());

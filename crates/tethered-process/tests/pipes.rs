@@ -1,0 +1,113 @@
+//! Captured stdout and stderr: read while the child runs, so a flood never blocks it.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::Read;
+use std::process::Stdio;
+
+use common::{SLACK, sh};
+use tethered_process::{Ended, Process};
+
+const MIB: u64 = 1024 * 1024;
+
+/// Writes `mib` MiB of zeros to stdout and to stderr at the same time.
+fn flood(mib: u64) -> std::process::Command {
+    let bytes = mib * MIB;
+    let mut command = sh(&format!(
+        "head -c {bytes} /dev/zero & head -c {bytes} /dev/zero >&2; wait"
+    ));
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+#[test]
+fn a_flood_on_both_pipes_does_not_deadlock_and_is_captured_in_full() {
+    let output = Process::new(flood(8))
+        .spawn()
+        .expect("sh starts")
+        .join_blocking()
+        .expect("an output");
+    assert!(output.success(), "{:?}", output.ended);
+    for captured in [output.stdout.unwrap(), output.stderr.unwrap()] {
+        assert_eq!(captured.total, 8 * MIB);
+        assert_eq!(captured.bytes.len() as u64, 8 * MIB);
+        assert!(!captured.truncated && !captured.still_open);
+        assert!(captured.bytes.iter().all(|&byte| byte == 0));
+    }
+}
+
+#[test]
+fn past_the_limit_the_pipes_are_read_and_discarded() {
+    let output = Process::new(flood(4))
+        .capture_limit(1000)
+        .spawn()
+        .expect("sh starts")
+        .join_blocking()
+        .expect("an output");
+    assert!(output.success(), "{:?}", output.ended);
+    for captured in [output.stdout.unwrap(), output.stderr.unwrap()] {
+        assert_eq!(captured.bytes.len(), 1000);
+        assert_eq!(captured.total, 4 * MIB);
+        assert!(captured.truncated);
+    }
+}
+
+#[test]
+fn an_endless_writer_is_cancelled_with_what_it_wrote_so_far() {
+    let mut command = sh("yes");
+    command.stdout(Stdio::piped());
+    let job = Process::new(command)
+        .capture_limit(64 * 1024)
+        .spawn()
+        .expect("yes starts");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let output = futures_executor::block_on(job.cancel_and_join()).expect("an output");
+    assert!(
+        matches!(output.ended, Ended::Stopped(_)),
+        "{:?}",
+        output.ended
+    );
+    let stdout = output.stdout.unwrap();
+    assert!(stdout.text().starts_with("y\n"));
+    assert!(!stdout.still_open);
+}
+
+#[test]
+fn an_uncaptured_pipe_is_the_callers_to_read() {
+    let mut command = sh("echo hello; echo oops >&2");
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut job = Process::new(command)
+        .capture_stdout(false)
+        .spawn()
+        .expect("sh starts");
+    let mut stdout = job.take_stdout().expect("piped and not captured");
+    assert!(job.take_stderr().is_none(), "stderr is captured");
+    let mut text = String::new();
+    stdout.read_to_string(&mut text).expect("readable");
+    assert_eq!(text, "hello\n");
+    let output = job.join_blocking().expect("an output");
+    assert!(output.stdout.is_none());
+    assert_eq!(output.stderr.unwrap().text(), "oops\n");
+}
+
+#[test]
+fn a_pipe_held_open_outside_the_group_is_reported_still_open() {
+    // Without a group of its own, the background `sleep` is not stopped, and keeps stdout.
+    let mut command = sh("sleep 30 & echo $!");
+    command.stdout(Stdio::piped());
+    let started = std::time::Instant::now();
+    let output = Process::new(command)
+        .own_group(false)
+        .spawn()
+        .expect("sh starts")
+        .join_blocking()
+        .expect("an output");
+    let stdout = output.stdout.unwrap();
+    assert!(stdout.still_open);
+    assert!(started.elapsed() < SLACK + SLACK, "the linger is bounded");
+    // Clean up the sleep the test left behind.
+    let sleeper = stdout.text().trim().to_owned();
+    let _ = std::process::Command::new("kill").arg(&sleeper).status();
+}

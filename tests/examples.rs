@@ -210,6 +210,102 @@ fn scoped_shutdown_reports_the_stuck_job_by_name() {
         .assert_prints("jobs left in the scope: 0");
 }
 
+/// Every "cancel to return: <Duration>" an example printed, each asserted to be under 2 s (far
+/// above what the engines need: they return in well under a millisecond to a few).
+#[track_caller]
+fn assert_prompt_returns(ran: &Ran) -> usize {
+    let times: Vec<Duration> = ran
+        .stdout
+        .split("cancel to return: ")
+        .skip(1)
+        .map(|rest| {
+            let printed = rest.split([';', '\n']).next().unwrap_or_default();
+            parse_duration(printed).unwrap_or_else(|| panic!("not a duration: {printed:?}"))
+        })
+        .collect();
+    assert!(!times.is_empty(), "no cancel-to-return time: {ran:#?}");
+    for took in &times {
+        assert!(*took < Duration::from_secs(2), "{took:?}: {ran:#?}");
+    }
+    times.len()
+}
+
+/// A `Duration` as its `Debug` prints it: `140.14µs`, `3.12ms`, `1.50s`.
+fn parse_duration(text: &str) -> Option<Duration> {
+    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit {
+        "ns" => number / 1e9,
+        "µs" => number / 1e6,
+        "ms" => number / 1e3,
+        "s" => number,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(seconds))
+}
+
+#[test]
+fn sqlite_interrupt_stops_the_query_and_keeps_the_connection() {
+    let ran = run("sqlite_interrupt", &[]);
+    ran.assert_success()
+        .assert_prints("sum_to(10000): 50005000")
+        .assert_prints(": interrupted (SQLITE_INTERRUPT)")
+        .assert_prints("the same connection, next query: sum_to(10000) = 50005000");
+    assert_eq!(assert_prompt_returns(&ran), 1);
+}
+
+#[test]
+fn lua_sandbox_stops_endless_scripts_and_keeps_the_state() {
+    let ran = run("lua_sandbox", &[]);
+    ran.assert_success()
+        .assert_prints("sum of 1..10000: 50005000")
+        .assert_prints("endless loop: runtime error: script stopped: the deadline passed")
+        .assert_prints("pcall in a loop: runtime error: script stopped: the deadline passed")
+        .assert_prints("in a coroutine: runtime error: script stopped: the deadline passed")
+        .assert_prints("the same Lua state, next script: sum of 1..10000 = 50005000");
+    assert_eq!(assert_prompt_returns(&ran), 3);
+}
+
+#[test]
+fn unblock_socket_read_shuts_the_socket_down_on_cancel() {
+    let ran = run("unblock_socket_read", &[]);
+    ran.assert_success()
+        .assert_prints(": cancelled: the deadline passed")
+        .assert_prints("native jobs still running: 0");
+    assert_eq!(assert_prompt_returns(&ran), 1);
+}
+
+#[test]
+fn unblock_channel_recv_sends_the_stop_on_cancel() {
+    let ran = run("unblock_channel_recv", &[]);
+    ran.assert_success()
+        .assert_prints("a producer that ends: Done { total: 6 }")
+        .assert_prints("Stopped { total: 6, reason: Timeout }");
+    assert_eq!(assert_prompt_returns(&ran), 1);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn unblock_child_wait_kills_and_reaps_the_child_on_cancel() {
+    let ran = run("unblock_child_wait", &[]);
+    ran.assert_success()
+        .assert_prints("`true`: exit status: 0")
+        .assert_prints("signal: 9 (SIGKILL), reaped")
+        .assert_prints("gone (no zombie)");
+    assert_eq!(assert_prompt_returns(&ran), 1);
+}
+
+#[test]
+fn rayon_pool_stops_every_worker_and_serves_the_next_request() {
+    let ran = run("rayon_pool", &[]);
+    ran.assert_success()
+        .assert_prints("cancelled: the deadline passed, after")
+        .assert_prints("items run after the return: 0")
+        .assert_prints("the next request, 2000 items: digest");
+    assert_eq!(assert_prompt_returns(&ran), 1);
+}
+
 #[test]
 fn each_adapter_example_times_out_its_job() {
     for (name, runtime) in [

@@ -1,0 +1,152 @@
+//! Untrusted Lua scripts (mlua, with a vendored Lua 5.4) on tokio's blocking pool, behind a
+//! deadline. A hook runs every 10,000 VM instructions and checks the running job's
+//! `CancelToken` (one atomic load); once the token is cancelled the hook raises an error that
+//! ends the script, even one that catches errors with `pcall` and loops, and the same Lua state
+//! runs the next script.
+//!
+//! Run with: cargo run --example lua_sandbox
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use mlua::{HookTriggers, Lua, LuaOptions, StdLib, VmState};
+use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+
+/// How long a script may run.
+const DEADLINE: Duration = Duration::from_millis(200);
+/// VM instructions between two checks of the token.
+const CHECK_EVERY: u32 = 10_000;
+
+/// Runs once in a new state, with the Rust function `check` as its argument. Every way Lua has to
+/// catch an error is wrapped to check the token again when it returns, so a script that catches
+/// the stop and carries on is stopped again at once, one level up, until nothing is left to run.
+/// And no reading of files.
+const PRELUDE: &str = r#"
+local check, raw_pcall, raw_xpcall, raw_resume = ..., pcall, xpcall, coroutine.resume
+local function checked(...) check() return ... end
+function _G.pcall(...) return checked(raw_pcall(...)) end
+function _G.xpcall(...) return checked(raw_xpcall(...)) end
+function coroutine.resume(...) return checked(raw_resume(...)) end
+dofile, loadfile = nil, nil
+"#;
+
+/// A Lua state for untrusted scripts: each run stops once the token it was given is cancelled.
+pub(crate) struct Sandbox {
+    lua: Lua,
+}
+
+impl Sandbox {
+    pub(crate) fn new() -> mlua::Result<Self> {
+        // No `io`, `os`, `package` or `debug` (`debug.sethook` would remove the hook).
+        let libs = StdLib::COROUTINE | StdLib::TABLE | StdLib::STRING | StdLib::UTF8 | StdLib::MATH;
+        let lua = Lua::new_with(libs, LuaOptions::default())?;
+        // Poll: a global hook, so it also runs in the coroutines a script creates.
+        let every = HookTriggers::new().every_nth_instruction(CHECK_EVERY);
+        lua.set_global_hook(every, |lua, _debug| check(lua).map(|()| VmState::Continue))?;
+        let check = lua.create_function(|lua, ()| check(lua))?;
+        lua.load(PRELUDE).set_name("prelude").call::<()>(check)?;
+        Ok(Sandbox { lua })
+    }
+
+    /// Runs `script` until it returns (its value, as text), fails, or `token` is cancelled: then
+    /// it fails with "script stopped: <the reason>".
+    pub(crate) fn run(&self, script: &str, token: &CancelToken) -> mlua::Result<String> {
+        self.lua.set_app_data(token.clone());
+        let value = self
+            .lua
+            .load(script)
+            .set_name("untrusted")
+            .eval::<mlua::Value>();
+        // Disarm: the next script must not be stopped by this one's token.
+        self.lua.remove_app_data::<CancelToken>();
+        value?.to_string()
+    }
+}
+
+/// `Err` once the token of the running script is cancelled.
+fn check(lua: &Lua) -> mlua::Result<()> {
+    match lua.app_data_ref::<CancelToken>() {
+        Some(token) => token.check().map_err(|cancelled| {
+            mlua::Error::runtime(format!("script stopped: {}", cancelled.reason()))
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The first line of a Lua error (the rest is its traceback).
+pub(crate) fn headline(err: &mlua::Error) -> String {
+    let text = err.to_string();
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+/// Runs `script` in `sandbox` on tokio's blocking pool with [`DEADLINE`].
+pub(crate) async fn run(
+    sandbox: &Arc<Mutex<Sandbox>>,
+    script: &'static str,
+) -> (Result<mlua::Result<String>, NativeError>, Option<Duration>) {
+    let sandbox = sandbox.clone();
+    let job = tethered_tokio::spawn_native(move |token| {
+        let sandbox = sandbox.lock().unwrap_or_else(PoisonError::into_inner);
+        sandbox.run(script, &token)
+    });
+    with_deadline(DEADLINE, job).await
+}
+
+/// Awaits `job` for at most `limit`. Past it, cancels the job with `Timeout` and awaits the
+/// closure's return, so the caller gets the engine's own answer; the `Duration` is the time from
+/// that cancel to the return. (`tethered_tokio::timeout(limit, job)` answers at the deadline
+/// instead, and lets the closure return in its own time.)
+async fn with_deadline<T>(
+    limit: Duration,
+    mut job: AbortableNative<T>,
+) -> (Result<T, NativeError>, Option<Duration>) {
+    tokio::select! {
+        done = &mut job => (done, None),
+        () = tokio::time::sleep(limit) => {
+            let cancelled = Instant::now();
+            let done = job.cancel_and_join_with(CancelReason::Timeout).await;
+            (done, Some(cancelled.elapsed()))
+        }
+    }
+}
+
+pub(crate) const SUM: &str = "local s = 0 for i = 1, 10000 do s = s + i end return s";
+pub(crate) const ENDLESS: &str = "local x = 0 while true do x = x + 1 end";
+pub(crate) const CATCHES_AND_LOOPS: &str =
+    "while true do pcall(function() while true do end end) end";
+pub(crate) const IN_A_COROUTINE: &str =
+    "local co = coroutine.create(function() while true do end end) return coroutine.resume(co)";
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let sandbox = Sandbox::new()?;
+    let version: String = sandbox.lua.globals().get("_VERSION")?;
+    println!("{version}, each script with a {DEADLINE:?} deadline");
+    let sandbox = Arc::new(Mutex::new(sandbox));
+
+    let (value, _) = run(&sandbox, SUM).await;
+    println!("sum of 1..10000: {}", value??);
+
+    for (name, script) in [
+        ("endless loop", ENDLESS),
+        ("pcall in a loop", CATCHES_AND_LOOPS),
+        ("in a coroutine", IN_A_COROUTINE),
+    ] {
+        let (value, cancel_to_return) = run(&sandbox, script).await;
+        let err = value?.expect_err("the script never ends by itself");
+        let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
+        println!(
+            "{name}: {}; cancel to return: {cancel_to_return:.2?}",
+            headline(&err)
+        );
+    }
+
+    let started = Instant::now();
+    let (value, _) = run(&sandbox, SUM).await;
+    println!(
+        "the same Lua state, next script: sum of 1..10000 = {} in {:.1?}",
+        value??,
+        started.elapsed()
+    );
+    Ok(())
+}

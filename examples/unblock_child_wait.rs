@@ -1,0 +1,122 @@
+//! A thread blocked waiting for a child process, ended on cancel by killing the child, without
+//! ever signalling a pid that may belong to another process by then. The job blocks in
+//! `waitid(WEXITED | WNOWAIT)`, which returns once the child has exited but leaves it unreaped,
+//! so its pid stays its own; the `on_cancel` callback kills it with `Child::kill`; and the job
+//! reaps the child only after it has disarmed that callback. (The `subprocess` example adds a
+//! process group, SIGTERM and a grace period.)
+//!
+//! Run with: cargo run --example unblock_child_wait
+
+#[cfg(target_os = "linux")]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    linux::main()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("this example needs waitid(WNOWAIT) on Linux");
+}
+
+#[cfg(target_os = "linux")]
+pub(crate) mod linux {
+    use std::io;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Child, Command, ExitStatus};
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::{Duration, Instant};
+
+    use nix::errno::Errno;
+    use nix::sys::signal::Signal;
+    use nix::sys::wait::{Id, WaitPidFlag, waitid};
+    use nix::unistd::Pid;
+    use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+
+    /// How long the child may run.
+    const DEADLINE: Duration = Duration::from_millis(200);
+
+    /// Waits for `child` to exit, or kills it once `token` is cancelled; returns its status
+    /// after reaping it (no zombie is left either way).
+    pub(crate) fn wait_or_kill(child: Child, token: &CancelToken) -> io::Result<ExitStatus> {
+        let pid = Pid::from_raw(i32::try_from(child.id()).map_err(io::Error::other)?);
+        // The callback needs the child while this thread waits; this thread never holds the
+        // lock while it blocks.
+        let child = Arc::new(Mutex::new(child));
+        let kill_on_cancel = token.on_cancel({
+            let child = child.clone();
+            move |_reason| {
+                // Unblock. The child is not reaped before this callback is disarmed, so its pid
+                // is still its own; and std's `kill` refuses a child it has reaped anyway.
+                let _ = lock(&child).kill();
+            }
+        });
+        // Blocks until the child has exited (by itself or killed), leaving it a zombie: a kill
+        // that comes before this call, or while it blocks, ends it all the same.
+        loop {
+            match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+                Ok(_) => break,
+                Err(Errno::EINTR) => continue,
+                Err(errno) => return Err(errno.into()),
+            }
+        }
+        // Disarm first (this waits for a kill that is running), then reap: from here on the pid
+        // may be reused, and nothing will signal it.
+        drop(kill_on_cancel);
+        let status = lock(&child).wait()?; // at once: it has exited
+        Ok(status)
+    }
+
+    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Awaits `job` for at most `limit`. Past it, cancels the job with `Timeout` and awaits the
+    /// closure's return, so the caller gets its own answer; the `Duration` is the time from
+    /// that cancel to the return. (`tethered_tokio::timeout(limit, job)` answers at the
+    /// deadline instead, and lets the closure return in its own time.)
+    async fn with_deadline<T>(
+        limit: Duration,
+        mut job: AbortableNative<T>,
+    ) -> (Result<T, NativeError>, Option<Duration>) {
+        tokio::select! {
+            done = &mut job => (done, None),
+            () = tokio::time::sleep(limit) => {
+                let cancelled = Instant::now();
+                let done = job.cancel_and_join_with(CancelReason::Timeout).await;
+                (done, Some(cancelled.elapsed()))
+            }
+        }
+    }
+
+    #[tokio::main]
+    pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
+        let quick = Command::new("true").spawn()?;
+        let job = tethered_tokio::spawn_native(move |token| wait_or_kill(quick, &token));
+        let (status, _) = with_deadline(DEADLINE, job).await;
+        println!("`true`: {}", status??);
+
+        let child = Command::new("sleep").arg("60").spawn()?;
+        let pid = child.id();
+        println!("`sleep 60` (pid {pid}), waited for with a {DEADLINE:?} deadline");
+        let started = Instant::now();
+        let job = tethered_tokio::spawn_native(move |token| wait_or_kill(child, &token));
+        let (status, cancel_to_return) = with_deadline(DEADLINE, job).await;
+        let status = status??;
+        let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
+        assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
+        println!(
+            "the wait ended after {:.1?}: {status}, reaped",
+            started.elapsed()
+        );
+        println!("cancel to return: {cancel_to_return:.2?}");
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok();
+        println!(
+            "pid {pid} in /proc: {}",
+            if zombie {
+                "still there"
+            } else {
+                "gone (no zombie)"
+            }
+        );
+        Ok(())
+    }
+}

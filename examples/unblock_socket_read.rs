@@ -1,0 +1,92 @@
+//! A thread blocked in a `TcpStream` read, where no token check can reach it, unblocked on
+//! cancel: the job's `on_cancel` callback shuts the socket down through a `try_clone` of it, the
+//! read returns at once, and the job returns. The peer here accepts the connection and never
+//! answers, like a stalled upstream.
+//!
+//! Run with: cargo run --example unblock_socket_read
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+
+/// How long a request may take.
+const DEADLINE: Duration = Duration::from_millis(200);
+
+/// Sends `request` on `stream` and reads the reply to its end, or until `token` is cancelled:
+/// then fails with the cancel (`io::Error::other(Cancelled)`).
+pub(crate) fn request(
+    mut stream: TcpStream,
+    request: &[u8],
+    token: &CancelToken,
+) -> io::Result<Vec<u8>> {
+    // Unblock: a shutdown wakes a read blocked on another thread, and makes any later read
+    // return at once, so a cancel that comes before the read starts is not lost either.
+    let shutter = stream.try_clone()?;
+    let _shut_down_on_cancel = token.on_cancel(move |_reason| {
+        let _ = shutter.shutdown(Shutdown::Both); // NotConnected: the peer closed it already
+    });
+    let mut reply = Vec::new();
+    let exchanged = stream
+        .write_all(request)
+        .and_then(|()| stream.read_to_end(&mut reply));
+    // A shut-down socket ends the read with Ok (end of stream) or fails the write or the read,
+    // depending on the platform and the moment: the token tells a cancel from the peer's end.
+    token.check().map_err(io::Error::other)?;
+    exchanged.map(|_| reply)
+    // The stream is closed here; one that is used again must drop the guard first, or a late
+    // cancel would shut it down under its next user.
+}
+
+/// A peer that accepts one connection and holds it without answering until `hold` has passed.
+fn stalled_peer(hold: Duration) -> io::Result<std::net::SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let address = listener.local_addr()?;
+    std::thread::spawn(move || {
+        if let Ok((connection, _)) = listener.accept() {
+            std::thread::sleep(hold);
+            drop(connection);
+        }
+    });
+    Ok(address)
+}
+
+/// Awaits `job` for at most `limit`. Past it, cancels the job with `Timeout` and awaits the
+/// closure's return, so the caller gets its own answer; the `Duration` is the time from that
+/// cancel to the return. (`tethered_tokio::timeout(limit, job)` answers at the deadline
+/// instead, and lets the closure return in its own time.)
+async fn with_deadline<T>(
+    limit: Duration,
+    mut job: AbortableNative<T>,
+) -> (Result<T, NativeError>, Option<Duration>) {
+    tokio::select! {
+        done = &mut job => (done, None),
+        () = tokio::time::sleep(limit) => {
+            let cancelled = Instant::now();
+            let done = job.cancel_and_join_with(CancelReason::Timeout).await;
+            (done, Some(cancelled.elapsed()))
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The peer would hold the connection for a minute; the process ends long before.
+    let address = stalled_peer(Duration::from_secs(60))?;
+    let stream = TcpStream::connect(address)?;
+    println!("connected to a peer at {address} that never answers; deadline {DEADLINE:?}");
+
+    let started = Instant::now();
+    let job = tethered_tokio::spawn_native(move |token| request(stream, b"PING\n", &token));
+    let (reply, cancel_to_return) = with_deadline(DEADLINE, job).await;
+    let err = reply?.expect_err("the peer never answers");
+    let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
+    println!(
+        "the blocking read ended after {:.1?}: {err}",
+        started.elapsed()
+    );
+    println!("cancel to return: {cancel_to_return:.2?}");
+    println!("native jobs still running: {}", tethered::stats().running);
+    Ok(())
+}

@@ -48,10 +48,10 @@ async def test_a_cancelled_task_frees_its_scope_slot_for_the_next_job():
     first, second = ext.Probe(), ext.Probe()
     blocker = ext.Probe()
     blocking = asyncio.ensure_future(ext.spin_in_scope(blocker))
-    task = asyncio.create_task(asyncio.wait_for(ext.spin_in_scope(first), 0.1))
+    timed = ext.spin_in_scope(first)
     await started(blocker, first)
     with pytest.raises(TimeoutError):
-        await task
+        await asyncio.wait_for(timed, 0.05)
     assert await returned(first)
     # The slot is free again: a new job starts while `blocker` still holds the other one.
     later = asyncio.ensure_future(ext.spin_in_scope(second))

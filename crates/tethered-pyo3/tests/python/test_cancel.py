@@ -3,6 +3,8 @@
 Each test runs a tethered `spin` and a naive `NaiveSpinner` behind `run_in_executor` through the
 same cancel: the tethered closure returns within seconds (in practice, within a millisecond),
 with the reason the table in the crate docs gives; the naive one spins on until the test stops it.
+Each waits for the closures to start before the cancel: a job cancelled before its closure
+started never runs it, and there would be nothing to see return.
 """
 
 import asyncio
@@ -67,10 +69,13 @@ async def test_future_freed_unawaited_cancels_the_job_with_dropped():
 async def test_wait_for_timeout_stops_the_native_loop():
     probe = ext.Probe()
     async with Naive() as naive:
+        tethered, untethered = ext.spin(probe), naive.start()
+        await started(probe)
+        await naive.started()
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(ext.spin(probe), 0.05)
+            await asyncio.wait_for(tethered, 0.05)
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(naive.start(), 0.05)
+            await asyncio.wait_for(untethered, 0.05)
 
         assert await returned(probe)
         # asyncio cancels the inner future without a message: a timeout is `Dropped`.
@@ -82,12 +87,15 @@ async def test_wait_for_timeout_stops_the_native_loop():
 async def test_asyncio_timeout_stops_the_native_loop():
     probe = ext.Probe()
     async with Naive() as naive:
+        tethered, untethered = ext.spin(probe), naive.start()
+        await started(probe)
+        await naive.started()
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.05):
-                await ext.spin(probe)
+                await tethered
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.05):
-                await naive.start()
+                await untethered
 
         assert await returned(probe)
         assert probe.reason == "Dropped"
@@ -98,11 +106,13 @@ async def test_asyncio_timeout_stops_the_native_loop():
 async def test_taskgroup_sibling_failure_stops_the_native_loop():
     probe = ext.Probe()
 
-    async def fail_soon():
-        await asyncio.sleep(0.05)
-        raise ValueError("sibling failed")
-
     async with Naive() as naive:
+
+        async def fail_soon():
+            await started(probe)
+            await naive.started()
+            raise ValueError("sibling failed")
+
         with pytest.raises(ExceptionGroup) as group:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(awaiting(ext.spin(probe)))
@@ -137,8 +147,10 @@ def test_anyio_cancel_scope_stops_the_native_loop():
             await naive.started()
             tg.cancel_scope.cancel()
 
+        fut = ext.spin(timed_out)
+        await started(timed_out)
         with anyio.move_on_after(0.05):
-            await ext.spin(timed_out)
+            await fut
 
     with naive:
         anyio.run(main, backend="asyncio")

@@ -1,5 +1,6 @@
 """`spawn_native_joined`: the awaiting task's cancellation completes only after the native code
-returned. The jobs here spin until cancelled, then clean up for LINGER seconds."""
+returned. The jobs here spin until cancelled, then clean up until the test calls
+`probe.release()`, so what comes first never depends on how fast the machine is."""
 
 import asyncio
 import time
@@ -9,59 +10,66 @@ import pytest
 import tethered_example as ext
 from conftest import Naive, awaiting, returned, started
 
-LINGER = 1.0  # far longer than a cancel takes to reach the awaiting task
-
-
-async def cancel_and_observe(task):
-    """Cancels `task` and returns when its CancelledError arrived (time.monotonic())."""
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    return time.monotonic()
+RELEASE_AFTER = 0.2  # the clean-up's length where the test lets the loop release it
 
 
 async def test_joined_cancellation_completes_after_the_native_return():
     probe = ext.Probe()
-    task = asyncio.create_task(awaiting(ext.spin_joined(probe, LINGER)))
+    task = asyncio.create_task(awaiting(ext.spin_joined(probe)))
     await started(probe)
-    cancelled_at = await cancel_and_observe(task)
+    asyncio.get_running_loop().call_later(RELEASE_AFTER, probe.release)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert probe.returned, "CancelledError came before the native code returned"
-    assert probe.returned_at <= cancelled_at
+    assert probe.returned_at <= time.monotonic()
     assert probe.reason == "Dropped"
 
 
 async def test_plain_cancellation_completes_at_once_and_the_native_code_returns_later():
     probe = ext.Probe()
-    task = asyncio.create_task(awaiting(ext.spin_lingering(probe, LINGER)))
+    task = asyncio.create_task(awaiting(ext.spin_lingering(probe)))
     await started(probe)
-    await cancel_and_observe(task)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert not probe.returned, "asyncio's usual semantics: CancelledError at once"
-    assert await returned(probe, LINGER + 2.0)
+    probe.release()
+    assert await returned(probe)
 
 
 async def test_joined_wait_for_raises_timeout_only_after_the_native_return():
     probe = ext.Probe()
+    joined = ext.spin_joined(probe)  # the job starts here; awaiting it starts below
+    await started(probe)
+    asyncio.get_running_loop().call_later(RELEASE_AFTER, probe.release)
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(ext.spin_joined(probe, LINGER), 0.05)
+        await asyncio.wait_for(joined, 0.05)
     assert probe.returned
     assert probe.reason == "Dropped"
 
 
 async def test_joined_asyncio_timeout_raises_only_after_the_native_return():
     probe = ext.Probe()
+    joined = ext.spin_joined(probe)
+    await started(probe)
+    asyncio.get_running_loop().call_later(RELEASE_AFTER, probe.release)
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.05):
-            await ext.spin_joined(probe, LINGER)
+            await joined
     assert probe.returned
 
 
 async def test_joined_absorbs_repeated_cancels_and_keeps_the_first_message():
     probe = ext.Probe()
-    task = asyncio.create_task(awaiting(ext.spin_joined(probe, LINGER)))
+    task = asyncio.create_task(awaiting(ext.spin_joined(probe)))
     await started(probe)
     task.cancel("first")
     await asyncio.sleep(0.05)
     task.cancel("second")
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    probe.release()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert probe.returned
@@ -78,11 +86,14 @@ def test_naive_joining_waits_forever_where_tethered_joining_returns():
     not exit until the test stops the spinner."""
     naive = Naive()
     probe = ext.Probe()
+    probe.release()  # no clean-up: return as soon as cancelled
     exited = {}
 
     async def main():
+        joined = ext.spin_joined(probe)
+        await started(probe)
         with anyio.move_on_after(0.05):
-            await ext.spin_joined(probe, 0.0)
+            await joined
         exited["tethered"] = probe.returned
 
         async def run_naive():

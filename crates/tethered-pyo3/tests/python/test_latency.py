@@ -59,9 +59,11 @@ async def test_wait_for_timeout_to_native_return(job):
     latencies = []
     for _ in range(ROUNDS):
         probe = ext.Probe()
+        fut = getattr(ext, job)(probe)
+        await started(probe)  # a job cancelled before its closure started would never run it
         deadline = loop.time() + WAIT_FOR_TIMEOUT  # loop.time() is time.monotonic()
         try:
-            await asyncio.wait_for(getattr(ext, job)(probe), WAIT_FOR_TIMEOUT)
+            await asyncio.wait_for(fut, WAIT_FOR_TIMEOUT)
         except TimeoutError:
             pass
         assert await returned(probe)

@@ -11,17 +11,17 @@ from conftest import RETURN_WITHIN, Naive, awaiting, wait_until
 
 
 def test_loop_close_cancels_running_jobs_with_shutdown(capfd):
-    awaited, bare = ext.Probe(), ext.Probe()
+    awaited, bare, late = ext.Probe(), ext.Probe(), ext.Probe()
     loop = asyncio.new_event_loop()
     with Naive() as naive:
 
         async def start():
             task = asyncio.ensure_future(awaiting(ext.spin(awaited)))
             fut = ext.spin(bare)  # a future nobody awaits in a task
-            late = ext.sleep(0.3, "late")  # ignores its token: finishes after the close
+            ignoring = ext.ignore_token(late, 0.3)  # returns after the close, to a closed loop
             untethered = naive.start()
             await asyncio.sleep(0.01)
-            return task, fut, late, untethered
+            return task, fut, ignoring, untethered
 
         handles = loop.run_until_complete(start())
         assert awaited.wait_started(RETURN_WITHIN) and bare.wait_started(RETURN_WITHIN)
@@ -31,7 +31,8 @@ def test_loop_close_cancels_running_jobs_with_shutdown(capfd):
         assert awaited.wait_returned(RETURN_WITHIN)
         assert bare.wait_returned(RETURN_WITHIN)
         assert awaited.reason == bare.reason == "Shutdown"
-        time.sleep(0.5)  # `late` returns and finds its loop closed
+        assert late.wait_returned(RETURN_WITHIN)
+        time.sleep(0.2)  # its outcome meets the closed loop (and is dropped)
         assert naive.running, "loop.close() leaves executor jobs running"
         handles[0]._log_destroy_pending = False  # it stays pending on the closed loop: known
         del handles

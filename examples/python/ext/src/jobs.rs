@@ -57,31 +57,27 @@ pub(crate) fn spin(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
     })
 }
 
-/// Busy until cancelled, then `linger` seconds of clean-up before returning.
-fn spin_then_linger(probe: &Probe, token: &CancelToken, linger: f64) -> u64 {
+/// Busy until cancelled, then a clean-up that lasts until the test calls `probe.release()`.
+fn spin_then_linger(probe: &Probe, token: &CancelToken) -> u64 {
     probe.start(token);
     let steps = spin_until_cancelled(probe, token);
-    std::thread::sleep(Duration::from_secs_f64(linger));
+    probe.wait_released(Duration::from_secs(60));
     probe.finish(token);
     steps
 }
 
-/// `await spin_lingering(probe, linger)`: [`spin`], with `linger` seconds of clean-up after
-/// the cancel; the awaiting task's cancellation does not wait for them.
+/// `await spin_lingering(probe)`: [`spin`], with a clean-up after the cancel that lasts until
+/// `probe.release()`; the awaiting task's cancellation does not wait for it.
 #[pyfunction]
-pub(crate) fn spin_lingering(
-    py: Python<'_>,
-    probe: Probe,
-    linger: f64,
-) -> PyResult<Bound<'_, PyAny>> {
-    tethered_pyo3::spawn_native(py, move |token| spin_then_linger(&probe, &token, linger))
+pub(crate) fn spin_lingering(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |token| spin_then_linger(&probe, &token))
 }
 
-/// `await spin_joined(probe, linger)`: as [`spin_lingering`], but the awaiting task's
-/// cancellation completes only after the clean-up.
+/// `await spin_joined(probe)`: as [`spin_lingering`], but the awaiting task's cancellation
+/// completes only after the clean-up.
 #[pyfunction]
-pub(crate) fn spin_joined(py: Python<'_>, probe: Probe, linger: f64) -> PyResult<Bound<'_, PyAny>> {
-    tethered_pyo3::spawn_native_joined(py, move |token| spin_then_linger(&probe, &token, linger))
+pub(crate) fn spin_joined(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native_joined(py, move |token| spin_then_linger(&probe, &token))
 }
 
 /// `await echo_joined(value)`: [`echo`] through the joining variant.

@@ -27,6 +27,7 @@ struct State {
 #[derive(Default)]
 struct Progress {
     started: bool,
+    released: bool,
     returned_at: Option<Instant>,
     reason: Option<CancelReason>,
 }
@@ -54,6 +55,16 @@ impl Probe {
         self.state
             .steps
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Blocks until the test calls `release()` (at most `limit`): clean-up that takes as long
+    /// as the test says.
+    pub(crate) fn wait_released(&self, limit: Duration) {
+        let progress = self.lock();
+        let _ = self
+            .state
+            .changed
+            .wait_timeout_while(progress, limit, |p| !p.released);
     }
 
     /// Call last thing in the closure.
@@ -133,6 +144,11 @@ impl Probe {
     fn returned_at(&self) -> Option<f64> {
         let at = self.lock().returned_at;
         self.monotonic(at)
+    }
+
+    /// Lets a closure blocked in its clean-up return.
+    fn release(&self) {
+        self.update(|p| p.released = true);
     }
 
     /// Blocks (without the GIL) until the closure started, at most `timeout` seconds.

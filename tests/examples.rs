@@ -177,6 +177,19 @@ fn subprocess_terminates_kills_and_reaps_the_child() {
         .assert_prints("no zombie");
 }
 
+#[cfg(unix)]
+#[test]
+fn worker_pool_replaces_the_worker_of_a_dropped_request() {
+    run("worker_pool", &[])
+        .assert_success()
+        .assert_prints("request 40 ms: done 40 ms")
+        .assert_prints("its future was dropped")
+        .assert_prints("stopped by the polite signal within the grace")
+        .assert_prints("worker 3 started")
+        .assert_prints("request 10 ms: done 10 ms; request 20 ms: done 20 ms")
+        .assert_prints("every worker process reaped");
+}
+
 #[test]
 fn select_and_timeout_tell_dropped_from_timeout() {
     run("select_and_timeout", &[])

@@ -26,8 +26,10 @@ use crate::output::ProcessOutput;
 ///
 /// - `Ok(output)`: the child was reaped; [`ProcessOutput::ended`] says whether it exited by
 ///   itself, stopped on the polite signal or was killed.
-/// - `Err(NativeError::Cancelled(_))`: only from a wrapper that stopped waiting (a `timeout`);
-///   the child is then still being stopped, counted in `stats()` until it is reaped.
+/// - `Err(NativeError::Cancelled(_))`: from a wrapper that stopped waiting (a `timeout`), while
+///   the child is still being stopped, counted in `stats()` until it is reaped; or, for a waiter
+///   that never ran, when no thread could be started for its rescue, after the child was killed
+///   and reaped on the spot.
 /// - `Err(NativeError::Abandoned { .. })`: only if the job was built with
 ///   [`Builder::abandon_after`](tethered::Builder::abandon_after).
 ///

@@ -65,7 +65,11 @@
 //!   SIGCHLD set to `SIG_IGN`) takes the child's status; the waiter notices, stops signalling
 //!   at once, and reports [`Ended::Lost`].
 //! - If this process dies without unwinding (SIGKILL, `abort`, `std::process::exit`), no
-//!   destructor runs and its children are not stopped.
+//!   destructor runs and its children are not stopped. Dropping a job starts the stop; the
+//!   waiter thread finishes it. A program that drops jobs just before it exits should wait for
+//!   them first ([`ProcessJob::cancel_and_join`], or
+//!   [`tethered::testing::wait_all_returned`]), or the exit may orphan a child that was still
+//!   being stopped.
 //! - A child in a group of its own is in the terminal's background: give it a piped or null
 //!   stdin, or turn [`Process::own_group`] off.
 //!

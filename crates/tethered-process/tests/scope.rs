@@ -22,7 +22,9 @@ fn a_waiter_cancelled_while_queued_is_rescued_and_the_handle_waits_for_the_reap(
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     assert_eq!(output.cancel_reason, Some(CancelReason::Requested));
     assert!(!child.exists());
-    drop(first);
+    // Stopped and reaped before the test ends: a test binary that exits with a child still
+    // being stopped would orphan it.
+    futures_executor::block_on(first.cancel_and_join()).expect("an output");
 }
 
 #[test]
@@ -37,7 +39,9 @@ fn a_queued_waiter_whose_handle_is_dropped_is_rescued_all_the_same() {
         "the dropped job's child {} is still there",
         child.pid
     );
-    drop(first);
+    // Stopped and reaped before the test ends: a test binary that exits with a child still
+    // being stopped would orphan it.
+    futures_executor::block_on(first.cancel_and_join()).expect("an output");
 }
 
 #[test]

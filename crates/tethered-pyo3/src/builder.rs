@@ -148,7 +148,7 @@ impl<'a> Builder<'a> {
             .map_err(|err| {
                 PyRuntimeError::new_err(format!("the native job did not start: {err}"))
             })?;
-        let link = Link::tie(py, job, &loop_token, &future, &event_loop)?;
+        let link = Link::tie(py, job, &loop_token, &future)?;
         Ok((future, link))
     }
 

@@ -7,7 +7,8 @@
 //! about 30 years whose callback owns the loop's cancel source and cancels it when dropped.
 //! The loop holds the only reference to it, so the sentinel goes exactly when the loop lets go
 //! of its timers: at `close()`, or when a loop that was never closed is freed. It costs
-//! one timer per loop; it never wakes the loop (the selector caps its wait at a day).
+//! one timer per loop, and wakes an idle loop once a day at most (asyncio caps a selector
+//! wait at a day).
 //!
 //! The loop's token is a child of the interpreter-exit token ([`exit`](crate::exit)); a loop
 //! that cannot be weakly referenced gets the exit token itself.

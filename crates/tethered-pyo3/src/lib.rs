@@ -64,6 +64,31 @@
 //! if the future is still pending (a cancel from a parent token or a scope). A job cancelled
 //! before its closure started never runs it, and its future is cancelled with the reason.
 //!
+//! # When the loop goes away
+//!
+//! Event loops have no close hook; asyncio's drop their pending timers when they close, so the
+//! first job on a loop schedules a timer due in 30 years whose drop cancels the loop's jobs.
+//! What that gives:
+//!
+//! - `loop.close()` cancels every unfinished job started on the loop with
+//!   [`CancelReason::Shutdown`], before `close()` returns. (A loop that keeps its timers when
+//!   closing, or that cannot be weakly referenced, has its jobs cancelled only at interpreter
+//!   exit.) A loop dropped unclosed with its tasks is freed by the garbage collector together
+//!   with their futures: each job is then cancelled, `Shutdown` or `Dropped` as it comes.
+//! - `asyncio.run` (and `asyncio.Runner`, and anyio's `run` on asyncio) first cancels the tasks
+//!   still running, which cancels the jobs they await with `Dropped`, then closes the loop,
+//!   which cancels the rest (jobs whose futures no task awaited) with `Shutdown`.
+//! - Stopping a loop cancels nothing: a stopped loop may run again (`run_until_complete`
+//!   stops it after every call), and its jobs' outcomes are delivered when it does.
+//! - An outcome that arrives after its loop closed is dropped: `call_soon_threadsafe` refuses
+//!   it with `RuntimeError`, which is expected and swallowed; nothing can await a future of a
+//!   closed loop.
+//! - At interpreter exit, an `atexit` hook (registered with the first job) cancels every job
+//!   still running with `Shutdown` and waits, without the GIL and for 2 s at most, for the
+//!   outcomes being delivered. From then on no thread of this crate attaches to the
+//!   interpreter, so a closure that returns during finalization cannot crash it; exit does
+//!   not wait for closures that are still running (they end with the process).
+//!
 //! # Guarantees
 //!
 //! - The closure runs without the GIL; the GIL is taken only to convert its value and to hand
@@ -73,12 +98,10 @@
 //!   outcome for a closed loop is dropped).
 //! - A panic in the closure or in the conversion of its value is raised as pyo3's
 //!   `PanicException` in the awaiting coroutine, never on the native thread.
-//! - Closing a loop cancels the jobs it still runs (`Shutdown`); stopping it does not (a
-//!   stopped loop may run again: `run_until_complete` stops it after every call).
-//! - At interpreter exit an `atexit` hook cancels every job still running (`Shutdown`) and
-//!   waits for outcomes being delivered; from then on no native thread of this crate attaches
-//!   to the interpreter, and exit does not wait for the closures themselves.
-//! - Every closure counts in [`tethered::stats()`]`.running` until it returns.
+//! - Closing a loop cancels the jobs it still runs; interpreter exit cancels every job and does
+//!   not wait for them (see above).
+//! - Every closure counts in [`tethered::stats()`]`.running` until it returns. Each extension
+//!   module links its own copy of `tethered`, so its `stats()` counts its own jobs.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -18,8 +18,9 @@
 //!
 //! 1. The outcome is taken from the handle once (`job` becomes `None`), and delivered at most
 //!    once; `resolve` then settles the future only if it is still pending, on the loop thread.
-//! 2. The link holds the future weakly: a future nobody references any more is freed, its
-//!    done callback with it, and that cancels the job with [`CancelReason::Dropped`].
+//! 2. The link holds the future weakly, and its loop not at all: a future nobody references
+//!    any more is freed, its done callback with it, and that cancels the job with
+//!    [`CancelReason::Dropped`].
 //! 3. No lock of the link is held while cancelling, dropping the loop registration, or
 //!    calling into Python.
 
@@ -48,8 +49,8 @@ pub(crate) struct Link {
     job: Mutex<Option<AbortableNative<Convert>>>,
     /// The registration on the event loop's token, dropped once the job finished.
     loop_link: Mutex<Option<CallbackGuard>>,
+    /// Weak (invariant 2); its loop is found through it, so the link keeps no loop alive.
     future: Py<PyWeakrefReference>,
-    event_loop: Py<PyAny>,
 }
 
 impl Link {
@@ -60,7 +61,6 @@ impl Link {
         job: AbortableNative<Convert>,
         loop_token: &CancelToken,
         future: &Bound<'_, PyAny>,
-        event_loop: &Bound<'_, PyAny>,
     ) -> PyResult<Arc<Link>> {
         let abort = job.abort_handle();
         // Runs at once if the loop's token is cancelled already.
@@ -75,7 +75,6 @@ impl Link {
             job: Mutex::new(Some(job)),
             loop_link: Mutex::new(Some(loop_link)),
             future: PyWeakrefReference::new(future)?.unbind(),
-            event_loop: event_loop.clone().unbind(),
         });
         let on_done = CancelOnDrop(link.clone());
         let callback = PyCFunction::new_closure(
@@ -136,7 +135,9 @@ impl Link {
             return; // freed: nobody can await it any more
         };
         let (how, value) = outcome::to_python(py, result);
-        let event_loop = self.event_loop.bind(py);
+        let Ok(event_loop) = future.call_method0("get_loop") else {
+            return;
+        };
         let sent = glue(py).and_then(|glue| {
             event_loop.call_method1(
                 "call_soon_threadsafe",

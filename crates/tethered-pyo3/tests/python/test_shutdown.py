@@ -1,10 +1,12 @@
 """The loop closing, `asyncio.run` ending and the interpreter exiting with jobs still running."""
 
 import asyncio
+import gc
 import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import tethered_example as ext
 from conftest import RETURN_WITHIN, Naive, awaiting, wait_until
@@ -40,6 +42,28 @@ def test_loop_close_cancels_running_jobs_with_shutdown(capfd):
     err = capfd.readouterr().err
     assert "Event loop is closed" not in err
     assert "Traceback" not in err
+
+
+def test_a_loop_dropped_unclosed_with_its_task_cancels_the_job():
+    probe = ext.Probe()
+    loop = asyncio.new_event_loop()
+
+    async def start():
+        return asyncio.ensure_future(awaiting(ext.spin(probe)))
+
+    task = loop.run_until_complete(start())
+    loop.run_until_complete(asyncio.sleep(0.01))
+    assert probe.wait_started(RETURN_WITHIN)
+    # The task, its future and the loop now reference each other and nothing else does; the
+    # collector frees them together, and the loop's finalizer closes it.
+    task._log_destroy_pending = False  # "Task was destroyed but it is pending!": on purpose
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # "unclosed event loop": on purpose
+        del task, loop
+        gc.collect()
+    assert probe.wait_returned(RETURN_WITHIN)
+    # Which goes first, the loop's close or the future's drop, is the collector's choice.
+    assert probe.reason in ("Shutdown", "Dropped")
 
 
 def test_asyncio_run_ending_cancels_the_jobs_left_running():

@@ -209,15 +209,27 @@ impl Process {
         let pid = live.pid();
 
         let (stdout, captured_stdout) = match stdout {
-            Some(pipe) if self.capture_stdout => {
-                (None, Some(start_capture(&mut live, pipe, self.capture_limit, "stdout")?))
-            }
+            Some(pipe) if self.capture_stdout => (
+                None,
+                Some(start_capture(
+                    &mut live,
+                    pipe,
+                    self.capture_limit,
+                    "stdout",
+                )?),
+            ),
             pipe => (pipe, None),
         };
         let (stderr, captured_stderr) = match stderr {
-            Some(pipe) if self.capture_stderr => {
-                (None, Some(start_capture(&mut live, pipe, self.capture_limit, "stderr")?))
-            }
+            Some(pipe) if self.capture_stderr => (
+                None,
+                Some(start_capture(
+                    &mut live,
+                    pipe,
+                    self.capture_limit,
+                    "stderr",
+                )?),
+            ),
             pipe => (pipe, None),
         };
         live.capture(captured_stdout, captured_stderr);

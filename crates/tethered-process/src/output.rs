@@ -29,9 +29,7 @@ impl Ended {
     /// The exit status, unless the child was [`Lost`](Ended::Lost).
     pub fn status(&self) -> Option<ExitStatus> {
         match self {
-            Ended::Exited(status) | Ended::Stopped(status) | Ended::Killed(status) => {
-                Some(*status)
-            }
+            Ended::Exited(status) | Ended::Stopped(status) | Ended::Killed(status) => Some(*status),
             Ended::Lost(_) => None,
         }
     }
@@ -57,7 +55,10 @@ impl fmt::Display for Ended {
         match self {
             Ended::Exited(status) => write!(f, "exited by itself ({status})"),
             Ended::Stopped(status) => {
-                write!(f, "stopped by the polite signal within the grace ({status})")
+                write!(
+                    f,
+                    "stopped by the polite signal within the grace ({status})"
+                )
             }
             Ended::Killed(status) => write!(f, "killed after the grace ({status})"),
             Ended::Lost(err) => write!(f, "reaped elsewhere in this process ({err})"),

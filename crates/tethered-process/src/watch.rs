@@ -72,9 +72,7 @@ impl Watch {
     pub(crate) fn polling(pid: Pid) -> Watch {
         Watch {
             pid,
-            how: How::Poll {
-                interval: MIN_POLL,
-            },
+            how: How::Poll { interval: MIN_POLL },
             _wake_on_cancel: None,
         }
     }
@@ -101,9 +99,7 @@ impl Watch {
             How::Pidfd(wait) => {
                 if wait.sleep(token.is_some(), left).is_err() {
                     // `poll` failed (out of memory): fall back to looking now and then.
-                    self.how = How::Poll {
-                        interval: MIN_POLL,
-                    };
+                    self.how = How::Poll { interval: MIN_POLL };
                 }
             }
             How::Poll { interval } => {

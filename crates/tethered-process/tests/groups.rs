@@ -50,9 +50,7 @@ fn no_grandchild_survives_the_cancel() {
 fn a_child_that_exits_by_itself_takes_its_group_with_it() {
     let mut command = sh("sleep 1000 & echo $!");
     command.stdout(std::process::Stdio::piped());
-    let job = Process::new(command)
-        .spawn()
-        .expect("sh starts");
+    let job = Process::new(command).spawn().expect("sh starts");
     let pgid = job.pid();
     let output = job.join_blocking().expect("an output");
     assert!(output.success(), "{output:?}");
@@ -88,7 +86,9 @@ fn a_leader_that_moves_to_another_group_is_still_stopped() {
     // It joins this test's own group: signalling its old group id reaches nobody now.
     let script = "import os, time\nos.setpgid(0, os.getpgid(os.getppid()))\nprint('ready', flush=True)\ntime.sleep(1000)\n";
     let mut command = std::process::Command::new("python3");
-    command.args(["-c", script]).stdout(std::process::Stdio::piped());
+    command
+        .args(["-c", script])
+        .stdout(std::process::Stdio::piped());
     let Ok(mut job) = Process::new(command)
         .capture_stdout(false)
         .grace(Duration::from_secs(5))

@@ -45,7 +45,11 @@ fn a_child_that_ignores_sigterm_is_killed_after_the_grace_not_before() {
     assert_eq!(output.status().and_then(|status| status.signal()), Some(9));
     assert!(took >= grace, "reaped {took:?} after the cancel");
     assert!(took < grace + SLACK, "reaped {took:?} after the cancel");
-    assert!(output.cancel_to_reaped.is_some_and(|waited| waited >= grace));
+    assert!(
+        output
+            .cancel_to_reaped
+            .is_some_and(|waited| waited >= grace)
+    );
     assert_eq!(output.cancel_reason, Some(CancelReason::Timeout));
     assert!(!child.exists());
 }
@@ -80,11 +84,14 @@ fn a_grace_of_duration_max_never_escalates() {
 
 #[test]
 fn the_polite_signal_can_be_sigint() {
-    let mut job = Process::new(sh_ready("trap 'exit 42' INT", "while :; do sleep 0.01; done"))
-        .polite_signal(StopSignal::Int)
-        .capture_stdout(false)
-        .spawn()
-        .expect("sh starts");
+    let mut job = Process::new(sh_ready(
+        "trap 'exit 42' INT",
+        "while :; do sleep 0.01; done",
+    ))
+    .polite_signal(StopSignal::Int)
+    .capture_stdout(false)
+    .spawn()
+    .expect("sh starts");
     wait_ready(&mut job);
     let output = job.cancel_and_join().now_or_never_blocking();
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");

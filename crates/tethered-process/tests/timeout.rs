@@ -21,7 +21,10 @@ fn stops_behind_timeout(
     command: Command,
     run_behind_timeout: impl FnOnce(ProcessJob) -> Result<ProcessOutput, NativeError>,
 ) {
-    let job = Process::new(command).grace(GRACE).spawn().expect("sh starts");
+    let job = Process::new(command)
+        .grace(GRACE)
+        .spawn()
+        .expect("sh starts");
     let child = Proc::of(job.pid());
     let token: CancelToken = job.token();
     assert!(child.is_running());
@@ -86,7 +89,9 @@ fn waiter_on_the_tokio_blocking_pool_stops_a_busy_child_behind_a_timeout() {
 
 #[test]
 fn smol_timeout_on_a_job_that_finished_first_returns_its_output() {
-    let job = Process::new(common::sh("exit 4")).spawn().expect("sh starts");
+    let job = Process::new(common::sh("exit 4"))
+        .spawn()
+        .expect("sh starts");
     let output = smol::block_on(tethered_smol::timeout(SLACK, job)).expect("it exits by itself");
     assert!(output.ended.is_exited());
     assert_eq!(output.status().and_then(|status| status.code()), Some(4));

@@ -225,7 +225,7 @@ impl TokenState {
     /// The tree is walked with an explicit stack (invariant 7): a node's callbacks run before
     /// its children are cancelled, and no lock is held while any of it runs.
     pub(crate) fn cancel(&self, reason: CancelReason) -> bool {
-        let Some(children) = self.cancel_node(&reason) else {
+        let Some(children) = self.cancel_node(&reason, true) else {
             return false;
         };
         let mut stack = children;
@@ -233,7 +233,8 @@ impl TokenState {
             let Some(node) = child.upgrade() else {
                 continue;
             };
-            if let Some(grandchildren) = node.cancel_node(&reason) {
+            // Its parent took it out of its children already: no unlink needed.
+            if let Some(grandchildren) = node.cancel_node(&reason, false) {
                 stack.extend(grandchildren);
             }
             // Dropping `node` here may free it (its last handle went meanwhile); its `Drop`
@@ -243,9 +244,11 @@ impl TokenState {
     }
 
     /// Cancels this one token: sets the flag, wakes its waiters, runs its callbacks. Returns its
-    /// children for the caller to cancel next, or `None` if it was not active.
-    fn cancel_node(&self, reason: &CancelReason) -> Option<Vec<Weak<TokenState>>> {
-        let (wakers, sleepers, has_callbacks, children) = {
+    /// children for the caller to cancel next, or `None` if it was not active. With `unlink`
+    /// (a cancel of this token itself, not from its parent), it also leaves its parent's
+    /// children: a cancelled token needs no parent's cancel.
+    fn cancel_node(&self, reason: &CancelReason, unlink: bool) -> Option<Vec<Weak<TokenState>>> {
+        let (wakers, sleepers, has_callbacks, children, slot) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return None;
@@ -262,8 +265,12 @@ impl TokenState {
                 None => (BTreeMap::new(), false),
             };
             let children = std::mem::take(&mut shared.children);
-            (wakers, shared.sleepers, has_callbacks, children)
+            let slot = if unlink { shared.slot.take() } else { None };
+            (wakers, shared.sleepers, has_callbacks, children, slot)
         };
+        if let (Some(parent), Some(index)) = (&self.parent, slot) {
+            parent.unlink_child(index, self);
+        }
         if sleepers > 0 {
             self.changed.notify_all();
         }

@@ -105,6 +105,7 @@ mod handle;
 mod idle;
 mod job;
 mod native;
+mod queue;
 mod reason;
 mod report;
 mod scope;

@@ -18,13 +18,14 @@
 //! 4. `pending` holds the runnables of the jobs in `jobs` that wait for a slot, keyed by arrival
 //!    (oldest first), and such a job's entry names its key. A waiting job that is cancelled
 //!    finishes at once (its own cancel callback skips it), and its `job_finished` removes it
-//!    from `pending` by key: no scan, so cancelling n waiting jobs costs O(n log n).
+//!    from `pending` by key in O(1) (`queue.rs`): no scan, so cancelling n waiting jobs costs
+//!    O(n).
 //! 5. Once `closed`, nothing is added to `jobs`.
 //! 6. No user code (spawner, runnable, closure drop, waker) runs while `inner` is locked; the
 //!    scope's lock and a job's lock are never held together, and no token's lock is taken
 //!    while `inner` is held.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -35,6 +36,7 @@ use crate::error::SpawnError;
 use crate::idle::WaitIdle;
 use crate::job::{FinishObserver, JobControl, JobOptions};
 use crate::native::AbortableNative;
+use crate::queue::WaitQueue;
 use crate::reason::CancelReason;
 use crate::report::{ShutdownReport, Straggler};
 use crate::shutdown::ScopeShutdown;
@@ -84,7 +86,7 @@ pub(crate) struct ScopeState {
 }
 
 struct Inner {
-    jobs: BTreeMap<u64, Entry>,
+    jobs: HashMap<u64, Entry>,
     /// The token every job spawned now is a child of (invariant 2).
     generation: CancelSource,
     /// An outer token cancelled the scope: the generation stays cancelled.
@@ -93,8 +95,7 @@ struct Inner {
     outer: Option<CallbackGuard>,
     holding_slot: usize,
     max_running: Option<usize>,
-    pending: BTreeMap<u64, (u64, Runnable)>,
-    next_pending: u64,
+    pending: WaitQueue<(u64, Runnable)>,
     closed: bool,
     /// A thread is handing pending runnables out; others leave it to that thread.
     draining: bool,
@@ -132,14 +133,13 @@ impl NativeScope {
             state: Arc::new(ScopeState {
                 spawner: Box::new(spawner),
                 inner: Mutex::new(Inner {
-                    jobs: BTreeMap::new(),
+                    jobs: HashMap::new(),
                     generation: CancelSource::new(),
                     outer_cancelled: false,
                     outer: None,
                     holding_slot: 0,
                     max_running: None,
-                    pending: BTreeMap::new(),
-                    next_pending: 0,
+                    pending: WaitQueue::new(),
                     closed: false,
                     draining: false,
                     next_waker: 0,
@@ -259,11 +259,12 @@ impl NativeScope {
             }
             let holds_slot = inner.has_free_slot();
             let control: Arc<dyn JobControl> = job.clone();
-            let pending = (!holds_slot).then(|| {
-                let key = inner.next_pending;
-                inner.next_pending += 1;
-                key
-            });
+            let (pending, submit_now) = if holds_slot {
+                inner.holding_slot += 1;
+                (None, Some(runnable))
+            } else {
+                (Some(inner.pending.push_back((id, runnable))), None)
+            };
             inner.jobs.insert(
                 id,
                 Entry {
@@ -272,16 +273,7 @@ impl NativeScope {
                     pending,
                 },
             );
-            match pending {
-                None => {
-                    inner.holding_slot += 1;
-                    Some(runnable)
-                }
-                Some(key) => {
-                    inner.pending.insert(key, (id, runnable));
-                    None
-                }
-            }
+            submit_now
         };
         if let Some(runnable) = submit_now {
             submit(&*self.state.spawner, runnable)?;
@@ -498,7 +490,7 @@ impl ScopeState {
                 if inner.draining || !inner.has_free_slot() {
                     return;
                 }
-                let Some((_, (id, runnable))) = inner.pending.pop_first() else {
+                let Some((id, runnable)) = inner.pending.pop_front() else {
                     return;
                 };
                 if let Some(entry) = inner.jobs.get_mut(&id) {
@@ -522,11 +514,13 @@ impl ScopeState {
         grace: Duration,
         cancelled: usize,
     ) -> ShutdownReport {
-        let left: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
+        let mut left: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
             .jobs
             .values()
             .map(|entry| entry.job.clone())
             .collect();
+        // In spawn order, as a reader of the report expects.
+        left.sort_by_key(|job| job.id());
         let mut stragglers = Vec::new();
         for job in left {
             if job.mark_detached() {
@@ -584,7 +578,7 @@ impl FinishObserver for ScopeState {
                 }
                 // A waiting job that finished (cancelled): its runnable leaves by key.
                 if let Some(key) = entry.pending {
-                    unrun = inner.pending.remove(&key);
+                    unrun = inner.pending.remove(key);
                 }
             }
             let wakers = inner.take_idle_wakers();

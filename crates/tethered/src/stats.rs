@@ -143,27 +143,27 @@ pub(crate) enum Event {
 
 impl Counters {
     fn count(&self, event: Event) {
-        match event {
-            Event::Queued => self.queued.fetch_add(1, Ordering::Relaxed),
-            Event::Dequeued => self.queued.fetch_sub(1, Ordering::Relaxed),
-            Event::Started => self.running.fetch_add(1, Ordering::Relaxed),
-            Event::Returned => self.running.fetch_sub(1, Ordering::Relaxed),
-            Event::Detached => self.detached.fetch_add(1, Ordering::Relaxed),
-            Event::DetachedFinished => self.detached.fetch_sub(1, Ordering::Relaxed),
-            Event::Spawned => {
-                self.spawned.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Event::Cancelled => {
-                self.cancelled.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Event::Panicked => {
-                self.panicked.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+        let (counter, up) = match event {
+            Event::Queued => (&self.queued, true),
+            Event::Dequeued => (&self.queued, false),
+            Event::Started => (&self.running, true),
+            Event::Returned => (&self.running, false),
+            Event::Detached => (&self.detached, true),
+            Event::DetachedFinished => (&self.detached, false),
+            Event::Spawned => return add(&self.spawned),
+            Event::Cancelled => return add(&self.cancelled),
+            Event::Panicked => return add(&self.panicked),
         };
+        if up {
+            counter.fetch_add(1, Ordering::Relaxed);
+        } else {
+            counter.fetch_sub(1, Ordering::Relaxed);
+        }
     }
+}
+
+fn add(total: &AtomicU64) {
+    total.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts `event` process-wide, and in `scope`'s counters if the job belongs to a scope.

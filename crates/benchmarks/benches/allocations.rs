@@ -46,7 +46,7 @@ fn count(warm_up: usize, jobs: usize, mut one: impl FnMut()) -> PerJob {
 }
 
 /// Every case, as `spawner/variant`; each runs in a process of its own.
-const CASES: [&str; 9] = [
+const CASES: [&str; 11] = [
     "tokio/raw",
     "tokio/tethered",
     "smol/raw",
@@ -57,6 +57,9 @@ const CASES: [&str; 9] = [
     // `ThreadSpawner` names its threads; this is the same spawn with a name.
     "thread/raw_named",
     "thread/tethered",
+    // Not jobs: an idle child token of a shared parent, kept alive (memory per child).
+    "child/tokio_util",
+    "child/tethered",
 ];
 
 /// One spawn-and-await of a trivial job for the case called `name`.
@@ -116,6 +119,16 @@ fn job(name: &str) -> Box<dyn FnMut()> {
             let value = AbortableNative::spawn(|_| black_box(1u64)).join_blocking();
             black_box(value.expect("the job ran"));
         }),
+        "child/tokio_util" => {
+            let parent = tokio_util::sync::CancellationToken::new();
+            let mut kept = Vec::with_capacity(20_000);
+            Box::new(move || kept.push(black_box(parent.child_token())))
+        }
+        "child/tethered" => {
+            let parent = tethered::CancelSource::new();
+            let mut kept = Vec::with_capacity(20_000);
+            Box::new(move || kept.push(black_box(parent.child())))
+        }
         other => panic!("no allocation case called {other:?}"),
     }
 }

@@ -50,7 +50,7 @@ use crate::contain::{drop_contained, run_contained};
 use crate::error::{JobPanic, NativeError, SpawnError};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
-use crate::stats;
+use crate::stats::{self, Counters, Event};
 use crate::sync::{self, Arc, Condvar, Mutex};
 use crate::token::CancelToken;
 use crate::trace::JobSpan;
@@ -65,9 +65,11 @@ pub(crate) struct JobOptions {
     pub(crate) has_parent: bool,
 }
 
-/// Told when a job finishes, from the thread that finished it, with no lock held.
+/// Told when a job finishes, from the thread that finished it, with no lock held; and counts
+/// the job's events beside the process-wide counters.
 pub(crate) trait FinishObserver: Send + Sync {
     fn job_finished(&self, id: u64);
+    fn counters(&self) -> &Counters;
 }
 
 pub(crate) struct Job<T, F> {
@@ -191,7 +193,7 @@ where
         observer: Option<Arc<dyn FinishObserver>>,
     ) -> Self {
         let id = next_job_id();
-        stats::job_queued();
+        stats::count(Event::Queued, observer.as_deref().map(|o| o.counters()));
         let span = JobSpan::new(id, options.name.as_deref());
         Job {
             id,
@@ -297,7 +299,7 @@ where
             state.abandoned = Some(grace);
             if !state.detached {
                 state.detached = true;
-                stats::job_detached();
+                self.count(Event::Detached);
             }
             (state.waker.take(), state.sleepers)
         };
@@ -342,7 +344,7 @@ where
             Stage::Queued(f) => {
                 on_take(&mut state);
                 drop(state);
-                stats::job_dequeued();
+                self.count(Event::Dequeued);
                 Some(f)
             }
             // A runner runs once (`Runnable::run` takes `self`), so this is unreachable;
@@ -371,6 +373,11 @@ where
         };
         drop(guards);
         drop(timer);
+        // The scope learns first, so that whoever sees the job finished (its handle resolved)
+        // also sees it gone from its scope's count.
+        if let Some(observer) = &self.observer {
+            observer.job_finished(self.id);
+        }
         let (waker, sleepers, late_guards, unwanted) = {
             let mut state = sync::lock(&self.state);
             let unwanted = if state.released {
@@ -381,10 +388,10 @@ where
                 None
             };
             if state.accepted {
-                settle(&mut state, &self.source);
+                settle(&mut state, &self.source, self.scope_counters());
             }
             if state.detached {
-                stats::detached_job_finished();
+                self.count(Event::DetachedFinished);
             }
             (
                 state.waker.take(),
@@ -403,9 +410,16 @@ where
         }
         // A guard kept while the first ones were being dropped.
         drop(late_guards);
-        if let Some(observer) = &self.observer {
-            observer.job_finished(self.id);
-        }
+    }
+
+    /// The counters of the job's scope, if it has one.
+    fn scope_counters(&self) -> Option<&Counters> {
+        self.observer.as_deref().map(|o| o.counters())
+    }
+
+    /// Counts `event` process-wide and in the job's scope.
+    fn count(&self, event: Event) {
+        stats::count(event, self.scope_counters());
     }
 
     /// Keeps the abandon deadline's timer entry until the job finishes (removes it at once if
@@ -435,11 +449,11 @@ where
 }
 
 /// Counts a finished, accepted job in `stats().cancelled` once, if its token was cancelled.
-fn settle<T, F>(state: &mut State<T, F>, source: &CancelSource) {
+fn settle<T, F>(state: &mut State<T, F>, source: &CancelSource, scope: Option<&Counters>) {
     if !state.settled {
         state.settled = true;
         if source.is_cancelled() {
-            stats::job_cancelled();
+            stats::count(Event::Cancelled, scope);
         }
     }
 }
@@ -460,11 +474,11 @@ where
             self.finish(Err(NativeError::Cancelled(reason)));
             return;
         }
-        stats::job_started();
+        self.count(Event::Started);
         let outcome = self
             .span
             .in_scope(|| catch_unwind(AssertUnwindSafe(|| f(token))));
-        stats::job_returned();
+        self.count(Event::Returned);
         let result = match outcome {
             Ok(value) => {
                 #[cfg(feature = "tracing")]
@@ -472,7 +486,7 @@ where
                 Ok(value)
             }
             Err(payload) => {
-                stats::job_panicked();
+                self.count(Event::Panicked);
                 let panic = JobPanic::new(payload);
                 self.span.panicked(panic.message());
                 Err(NativeError::Panicked(panic))
@@ -579,7 +593,7 @@ where
         }
         if !state.detached {
             state.detached = true;
-            stats::job_detached();
+            self.count(Event::Detached);
             drop(state);
             self.span.detached();
         }
@@ -598,9 +612,9 @@ where
             return Err(SpawnError::Rejected);
         }
         state.accepted = true;
-        stats::job_spawned();
+        self.count(Event::Spawned);
         if state.stage.is_finished() {
-            settle(&mut state, &self.source);
+            settle(&mut state, &self.source, self.scope_counters());
         }
         drop(state);
         self.span.spawned();
@@ -610,8 +624,8 @@ where
     fn accept_refused(&self) {
         let mut state = sync::lock(&self.state);
         state.accepted = true;
-        stats::job_spawned();
-        settle(&mut state, &self.source);
+        self.count(Event::Spawned);
+        settle(&mut state, &self.source, self.scope_counters());
     }
 
     fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>> {

@@ -5,32 +5,45 @@
 //!
 //! 1. `jobs` holds exactly the scope's unfinished jobs: a job is inserted when it is spawned
 //!    in the scope and removed by its `job_finished` notification, which every job sends
-//!    exactly once (after its closure returned, was skipped, or was dropped unrun).
-//! 2. `holding_slot` is the number of entries of `jobs` with `holds_slot` set: jobs handed to
+//!    exactly once (after its closure returned, was skipped, or was dropped unrun, and before
+//!    its result is published, so a joined job is never still counted here).
+//! 2. Every job of the scope runs on a child token of `generation`, so `cancel_all` is one
+//!    cancel of the tree (a walk with a loop, no scan of `jobs`): it swaps in a fresh
+//!    generation for later jobs and cancels the old one. Once an outer token (`child_of`) is
+//!    cancelled, the generation stays cancelled: jobs spawned later start cancelled.
+//! 3. `holding_slot` is the number of entries of `jobs` with `holds_slot` set: jobs handed to
 //!    the spawner (or run inline) and not finished. A job's slot is freed only when it
 //!    finishes, that is when its closure has really returned: a cancelled job that ignores its
 //!    token keeps its slot.
-//! 3. `pending` holds the tasks of the jobs in `jobs` without a slot, oldest first. A
-//!    cancelled pending task needs no slot: it is run inline at once (which only skips its
-//!    closure), so a cancel never waits for a slot.
-//! 4. Once `closed`, nothing is added to `jobs`.
-//! 5. No user code (spawner, task, closure drop, waker) runs while `inner` is locked; the
-//!    scope's lock and a job's lock are never held together.
+//! 4. `pending` holds the runnables of the jobs in `jobs` that wait for a slot, keyed by arrival
+//!    (oldest first), and such a job's entry names its key. A waiting job that is cancelled
+//!    finishes at once (its own cancel callback skips it), and its `job_finished` removes it
+//!    from `pending` by key in O(1) (`queue.rs`): no scan, so cancelling n waiting jobs costs
+//!    O(n).
+//! 5. Once `closed`, nothing is added to `jobs`.
+//! 6. No user code (spawner, runnable, closure drop, waker) runs while `inner` is locked; the
+//!    scope's lock and a job's lock are never held together, and no token's lock is taken
+//!    while `inner` is held.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use crate::callback::CallbackGuard;
 use crate::contain::drop_contained;
 use crate::error::SpawnError;
+use crate::idle::WaitIdle;
 use crate::job::{FinishObserver, JobControl, JobOptions};
 use crate::native::AbortableNative;
+use crate::queue::WaitQueue;
 use crate::reason::CancelReason;
+use crate::report::{ShutdownReport, Straggler};
+use crate::shutdown::ScopeShutdown;
+use crate::source::CancelSource;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
-use crate::sync::{self, Arc, Condvar, DataMutex, Mutex};
+use crate::stats::{Counters, NativeStats};
+use crate::sync::{self, Arc, Condvar, Mutex};
 use crate::token::CancelToken;
 
 /// A group of native jobs: spawned through one [`Spawner`], cancelled together, counted, and
@@ -63,20 +76,28 @@ pub struct NativeScope {
     state: Arc<ScopeState>,
 }
 
-struct ScopeState {
+pub(crate) struct ScopeState {
     spawner: Box<dyn Spawner + Send + Sync>,
     inner: Mutex<Inner>,
     /// Signalled when `jobs` becomes empty.
     idle: Condvar,
+    /// The scope's own counts of its jobs' events (beside the process-wide ones).
+    counters: Counters,
 }
 
 struct Inner {
-    jobs: BTreeMap<u64, Entry>,
+    jobs: HashMap<u64, Entry>,
+    /// The token every job spawned now is a child of (invariant 2).
+    generation: CancelSource,
+    /// An outer token cancelled the scope: the generation stays cancelled.
+    outer_cancelled: bool,
+    /// The link to an outer token (`child_of`).
+    outer: Option<CallbackGuard>,
     holding_slot: usize,
     max_running: Option<usize>,
-    pending: VecDeque<(u64, Runnable)>,
+    pending: WaitQueue<(u64, Runnable)>,
     closed: bool,
-    /// A thread is handing pending tasks out; others leave it to that thread.
+    /// A thread is handing pending runnables out; others leave it to that thread.
     draining: bool,
     next_waker: u64,
     idle_wakers: BTreeMap<u64, Waker>,
@@ -85,6 +106,8 @@ struct Inner {
 struct Entry {
     job: Arc<dyn JobControl>,
     holds_slot: bool,
+    /// Its key in `pending` while it waits for a slot.
+    pending: Option<u64>,
 }
 
 impl NativeScope {
@@ -110,16 +133,20 @@ impl NativeScope {
             state: Arc::new(ScopeState {
                 spawner: Box::new(spawner),
                 inner: Mutex::new(Inner {
-                    jobs: BTreeMap::new(),
+                    jobs: HashMap::new(),
+                    generation: CancelSource::new(),
+                    outer_cancelled: false,
+                    outer: None,
                     holding_slot: 0,
                     max_running: None,
-                    pending: VecDeque::new(),
+                    pending: WaitQueue::new(),
                     closed: false,
                     draining: false,
                     next_waker: 0,
                     idle_wakers: BTreeMap::new(),
                 }),
                 idle: Condvar::new(),
+                counters: Counters::new(),
             }),
         }
     }
@@ -152,6 +179,38 @@ impl NativeScope {
         self
     }
 
+    /// Ties the scope to an outer token: when `parent` is cancelled, every job of the scope is
+    /// cancelled with its reason, and jobs spawned afterwards start cancelled (they never run).
+    /// The scope stays open; cancelling the scope never touches `parent`.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource, NativeError, NativeScope};
+    ///
+    /// let server = CancelSource::new();
+    /// let requests = NativeScope::new().child_of(&server.token());
+    /// let job = requests.spawn(|token| token.wait())?;
+    /// server.cancel(CancelReason::Shutdown);
+    /// match job.join_blocking() {
+    ///     Ok(reason) => assert_eq!(reason, CancelReason::Shutdown),
+    ///     Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown)),
+    /// }
+    /// let late = requests.spawn(|_| unreachable!("the scope's outer token is cancelled"))?;
+    /// assert!(matches!(late.join_blocking(), Err(NativeError::Cancelled(CancelReason::Shutdown))));
+    /// # Ok::<(), tethered::SpawnError>(())
+    /// ```
+    pub fn child_of(self, parent: &CancelToken) -> Self {
+        let scope = Arc::downgrade(&self.state);
+        // Registered with no lock of the scope held: on a cancelled `parent` it runs inline.
+        let link = parent.on_cancel(move |reason| {
+            if let Some(scope) = scope.upgrade() {
+                scope.outer_cancelled(reason);
+            }
+        });
+        let replaced = sync::lock(&self.state.inner).outer.replace(link);
+        drop(replaced);
+        self
+    }
+
     /// Spawns `f` in the scope.
     ///
     /// Fails with [`SpawnError::ScopeClosed`] once the scope is shut down, or with the
@@ -175,48 +234,57 @@ impl NativeScope {
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
+        let generation = sync::lock(&self.state.inner).generation.token();
         let observer: Arc<dyn FinishObserver> = self.state.clone();
-        let (job, task) = AbortableNative::prepare(parent, options, Some(observer), f);
+        let (job, runnable) =
+            AbortableNative::prepare(Some(&generation), options, Some(observer), f);
+        drop(generation);
+        if let Some(parent) = parent {
+            // A second parent, besides the scope's: linked by a callback that the job drops
+            // when it finishes.
+            let source = job.source().clone();
+            let link = parent.on_cancel(move |reason| {
+                source.cancel(reason.clone());
+            });
+            job.keep_guard(link);
+        }
         let id = job.id();
         let submit_now = {
             let mut inner = sync::lock(&self.state.inner);
             if inner.closed {
                 drop(inner);
-                // Dropping the task finishes the job unrun; the scope never saw it.
-                drop(task);
+                // Dropping the runnable finishes the job unrun; the scope never saw it.
+                drop(runnable);
                 return Err(SpawnError::ScopeClosed);
             }
             let holds_slot = inner.has_free_slot();
             let control: Arc<dyn JobControl> = job.clone();
+            let (pending, submit_now) = if holds_slot {
+                inner.holding_slot += 1;
+                (None, Some(runnable))
+            } else {
+                (Some(inner.pending.push_back((id, runnable))), None)
+            };
             inner.jobs.insert(
                 id,
                 Entry {
                     job: control,
                     holds_slot,
+                    pending,
                 },
             );
-            if holds_slot {
-                inner.holding_slot += 1;
-                Some(task)
-            } else {
-                inner.pending.push_back((id, task));
-                None
-            }
+            submit_now
         };
-        match submit_now {
-            Some(task) => submit(&*self.state.spawner, task)?,
-            None => {
-                // A waiting job that is cancelled leaves the queue at once (invariant 3).
-                let scope = Arc::downgrade(&self.state);
-                let guard = job.source().token().on_cancel(move |_| {
-                    if let Some(scope) = scope.upgrade() {
-                        scope.drain();
-                    }
-                });
-                job.keep_guard(guard);
-            }
+        if let Some(runnable) = submit_now {
+            submit(&*self.state.spawner, runnable)?;
         }
-        AbortableNative::accepted(job, &*self.state.spawner)
+        let handle = AbortableNative::accepted(job.clone(), &*self.state.spawner)?;
+        // A cancel that came before the job was accepted (while it was being handed out)
+        // left a waiting job in place: it leaves now, rather than when a slot frees.
+        if job.source().is_cancelled() {
+            job.finish_if_queued();
+        }
+        Ok(handle)
     }
 
     /// The scope's unfinished jobs: waiting for a slot, queued in the spawner, or running
@@ -233,6 +301,25 @@ impl NativeScope {
     /// Whether the scope was shut down (or is being dropped) and takes no new jobs.
     pub fn is_closed(&self) -> bool {
         sync::lock(&self.state.inner).closed
+    }
+
+    /// The scope's own counts: its jobs running, queued (in the spawner or waiting for a
+    /// slot), detached, and ever spawned, cancelled and panicked, as [`stats()`](crate::stats)
+    /// counts them for the whole process. So a test or a library can assert on its own jobs
+    /// while others run. (The containment counters, `callback_panics`, `drop_panics` and
+    /// `leaked_payloads`, are process-wide only and read 0 here.)
+    ///
+    /// ```
+    /// use tethered::NativeScope;
+    ///
+    /// let scope = NativeScope::new();
+    /// scope.spawn(|_| ())?.join_blocking()?;
+    /// let mine = scope.stats();
+    /// assert_eq!((mine.spawned, mine.running, mine.queued), (1, 0, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> NativeStats {
+        self.state.counters.snapshot()
     }
 
     /// Cancels every unfinished job of the scope with `reason`. The scope stays open.
@@ -272,16 +359,13 @@ impl NativeScope {
     pub fn shutdown(&self, grace: Duration) -> ScopeShutdown {
         let started = Instant::now();
         let cancelled = self.state.close_and_cancel();
-        ScopeShutdown {
-            state: self.state.clone(),
+        ScopeShutdown::new(
+            self.state.clone(),
             started,
-            deadline: started.checked_add(grace),
             grace,
             cancelled,
-            idle: Some(self.wait_idle()),
-            timer_waker: None,
-            timer: None,
-        }
+            self.wait_idle(),
+        )
     }
 
     /// The blocking twin of [`shutdown`](Self::shutdown), for synchronous callers.
@@ -293,6 +377,7 @@ impl NativeScope {
         while !inner.jobs.is_empty() {
             let left = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                // A grace too long for an `Instant`: re-checked once a day, forever.
                 None => Duration::from_secs(60 * 60 * 24),
             };
             if left.is_zero() {
@@ -315,10 +400,7 @@ impl NativeScope {
     /// # Ok::<(), tethered::SpawnError>(())
     /// ```
     pub fn wait_idle(&self) -> WaitIdle {
-        WaitIdle {
-            state: self.state.clone(),
-            key: None,
-        }
+        WaitIdle::new(self.state.clone())
     }
 }
 
@@ -351,7 +433,6 @@ impl Inner {
         self.max_running.is_none_or(|max| self.holding_slot < max)
     }
 
-    /// The wakers to wake if the scope just became idle.
     fn take_idle_wakers(&mut self) -> Vec<Waker> {
         if self.jobs.is_empty() {
             std::mem::take(&mut self.idle_wakers)
@@ -364,7 +445,6 @@ impl Inner {
 }
 
 impl ScopeState {
-    /// Closes the scope and cancels every job; returns how many were unfinished.
     fn close_and_cancel(&self) -> usize {
         let count = {
             let mut inner = sync::lock(&self.inner);
@@ -375,70 +455,72 @@ impl ScopeState {
         count
     }
 
+    /// One cancel of the current generation (invariant 2); later jobs get a fresh one.
     fn cancel_all(&self, reason: CancelReason) {
-        let jobs: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
-            .jobs
-            .values()
-            .map(|entry| entry.job.clone())
-            .collect();
-        for job in &jobs {
-            job.source().cancel(reason.clone());
-        }
-        // Jobs whose closure has not started (queued in the spawner, or waiting here for a
-        // slot) finish now instead of when a thread reaches them.
-        for job in &jobs {
-            job.finish_if_queued();
-        }
-        drop(jobs);
+        let generation = {
+            let mut inner = sync::lock(&self.inner);
+            if inner.outer_cancelled {
+                inner.generation.clone()
+            } else {
+                std::mem::take(&mut inner.generation)
+            }
+        };
+        generation.cancel(reason);
+        drop(generation);
         self.drain();
     }
 
-    /// Hands waiting tasks out: cancelled ones are run inline (they only skip their closure),
-    /// the others go to the spawner while slots are free. One thread drains at a time; a
-    /// finish that happens meanwhile is picked up by that thread's next round.
-    fn drain(&self) {
+    /// The outer token was cancelled: so is every job, now and later (invariant 2).
+    fn outer_cancelled(&self, reason: &CancelReason) {
+        let generation = {
+            let mut inner = sync::lock(&self.inner);
+            inner.outer_cancelled = true;
+            inner.generation.clone()
+        };
+        generation.cancel(reason.clone());
+        drop(generation);
+        self.drain();
+    }
+
+    /// Hands waiting runnables to the spawner while slots are free, oldest first.
+    pub(crate) fn drain(&self) {
         loop {
-            let task = {
+            let runnable = {
                 let mut inner = sync::lock(&self.inner);
-                if inner.draining {
+                if inner.draining || !inner.has_free_slot() {
                     return;
                 }
-                let index = match inner
-                    .pending
-                    .iter()
-                    .position(|(_, task)| task.is_cancelled())
-                {
-                    Some(index) => index,
-                    None if inner.has_free_slot() && !inner.pending.is_empty() => 0,
-                    None => return,
-                };
-                let Some((id, task)) = inner.pending.remove(index) else {
+                let Some((id, runnable)) = inner.pending.pop_front() else {
                     return;
                 };
-                // A job that finished while it waited here (cancelled through its handle) has
-                // left `jobs`; its task only has nothing left to do, and takes no slot.
                 if let Some(entry) = inner.jobs.get_mut(&id) {
+                    entry.pending = None;
                     entry.holds_slot = true;
                     inner.holding_slot += 1;
                 }
                 inner.draining = true;
-                task
+                runnable
             };
-            if let Err(_refused) = submit(&*self.spawner, task) {
-                // The spawner dropped the task: its job finished with `Cancelled(Shutdown)`,
-                // which is what its handle reports.
-            }
+            // A refusal (or a spawner's panic) dropped the runnable: its job finished with
+            // `Cancelled(Shutdown)`, which its handle reports, and freed its slot.
+            let _ = submit(&*self.spawner, runnable);
             sync::lock(&self.inner).draining = false;
         }
     }
 
-    /// Builds the report of a shutdown and marks the stragglers detached.
-    fn report(&self, started: Instant, grace: Duration, cancelled: usize) -> ShutdownReport {
-        let left: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
+    pub(crate) fn report(
+        &self,
+        started: Instant,
+        grace: Duration,
+        cancelled: usize,
+    ) -> ShutdownReport {
+        let mut left: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
             .jobs
             .values()
             .map(|entry| entry.job.clone())
             .collect();
+        // In spawn order, as a reader of the report expects.
+        left.sort_by_key(|job| job.id());
         let mut stragglers = Vec::new();
         for job in left {
             if job.mark_detached() {
@@ -456,232 +538,64 @@ impl ScopeState {
             elapsed: started.elapsed(),
         }
     }
+
+    /// For [`WaitIdle`]: `true` if the scope is idle (and forgets `key`'s waker); otherwise
+    /// stores `waker` under `key` to be woken when it becomes idle.
+    pub(crate) fn poll_idle(&self, key: &mut Option<u64>, waker: &Waker) -> bool {
+        let mut inner = sync::lock(&self.inner);
+        if inner.jobs.is_empty() {
+            let old = key.take().and_then(|key| inner.idle_wakers.remove(&key));
+            drop(inner);
+            drop_contained(old);
+            return true;
+        }
+        let key = *key.get_or_insert_with(|| {
+            inner.next_waker += 1;
+            inner.next_waker
+        });
+        let replaced = inner.idle_wakers.insert(key, waker.clone());
+        drop(inner);
+        // A waker's drop is foreign code: never under the scope's lock (invariant 6).
+        drop_contained(replaced);
+        false
+    }
+
+    /// Forgets the idle waker under `key` (its `WaitIdle` was dropped).
+    pub(crate) fn forget_idle_waker(&self, key: u64) {
+        let waker = sync::lock(&self.inner).idle_wakers.remove(&key);
+        drop_contained(waker);
+    }
 }
 
 impl FinishObserver for ScopeState {
     fn job_finished(&self, id: u64) {
-        let wakers = {
+        let (wakers, unrun) = {
             let mut inner = sync::lock(&self.inner);
+            let mut unrun = None;
             if let Some(entry) = inner.jobs.remove(&id) {
                 if entry.holds_slot {
                     inner.holding_slot -= 1;
+                }
+                // A waiting job that finished (cancelled): its runnable leaves by key.
+                if let Some(key) = entry.pending {
+                    unrun = inner.pending.remove(key);
                 }
             }
             let wakers = inner.take_idle_wakers();
             if inner.jobs.is_empty() {
                 self.idle.notify_all();
             }
-            wakers
+            (wakers, unrun)
         };
+        // Its job has finished: dropping the runnable does nothing but let go of the job.
+        drop(unrun);
         for waker in wakers {
-            waker.wake();
+            crate::contain::run_contained(|| waker.wake());
         }
         self.drain();
     }
-}
 
-/// The outcome of [`NativeScope::shutdown`]: how many jobs returned within the grace period,
-/// and which did not.
-#[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShutdownReport {
-    /// Jobs that were unfinished when the shutdown began (all were cancelled).
-    pub cancelled: usize,
-    /// Of those, jobs whose closure returned (or was skipped) within the grace period.
-    pub returned: usize,
-    /// Jobs still running at the deadline. They run on, counted in
-    /// [`stats()`](crate::stats)`.detached` and in [`NativeScope::len`] until they return.
-    pub stragglers: Vec<Straggler>,
-    /// The grace period.
-    pub grace: Duration,
-    /// How long the shutdown took.
-    pub elapsed: Duration,
-}
-
-impl ShutdownReport {
-    /// Whether every job returned in time.
-    pub fn is_clean(&self) -> bool {
-        self.stragglers.is_empty()
-    }
-}
-
-impl fmt::Display for ShutdownReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} job(s) cancelled, {} returned in {:.1?} (grace {:?})",
-            self.cancelled, self.returned, self.elapsed, self.grace
-        )?;
-        if !self.stragglers.is_empty() {
-            write!(
-                f,
-                "; {} still running, now detached:",
-                self.stragglers.len()
-            )?;
-            for straggler in &self.stragglers {
-                write!(f, " {straggler}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A job that was still running when a scope's shutdown grace ran out.
-#[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Straggler {
-    /// The job's process-wide id.
-    pub id: u64,
-    /// The job's name, if it was given one.
-    pub name: Option<Arc<str>>,
-}
-
-impl fmt::Display for Straggler {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.name {
-            Some(name) => write!(f, "#{} \"{name}\"", self.id),
-            None => write!(f, "#{}", self.id),
-        }
-    }
-}
-
-/// Resolves to the [`ShutdownReport`]; made by [`NativeScope::shutdown`].
-#[must_use = "the jobs are cancelled already; await this to wait for them and get the report"]
-pub struct ScopeShutdown {
-    state: Arc<ScopeState>,
-    started: Instant,
-    deadline: Option<Instant>,
-    grace: Duration,
-    cancelled: usize,
-    /// Waits for the scope to become idle; `None` once the shutdown completed.
-    idle: Option<WaitIdle>,
-    /// The waker the deadline timer wakes: the latest one this future was polled with (the
-    /// future may move to another task between polls).
-    timer_waker: Option<Arc<DataMutex<Waker>>>,
-    /// The deadline's entry in the timer: dropped (removed) with the shutdown or on completion.
-    timer: Option<crate::timer::TimerEntry>,
-}
-
-impl Future for ScopeShutdown {
-    type Output = ShutdownReport;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ShutdownReport> {
-        let this = self.get_mut();
-        assert!(
-            this.idle.is_some(),
-            "`ScopeShutdown` polled after it completed"
-        );
-        let timed_out = this
-            .deadline
-            .is_some_and(|deadline| Instant::now() >= deadline);
-        let idle = this
-            .idle
-            .as_mut()
-            .is_some_and(|idle| Pin::new(idle).poll(cx).is_ready());
-        // A deadline the timer thread cannot serve (the OS refused to start it) ends the wait
-        // now: a shutdown must not wait past its grace for a wake-up that never comes.
-        if !idle && !timed_out && this.arm_timer(cx.waker()).is_ok() {
-            return Poll::Pending;
-        }
-        // Marks the shutdown completed, and deregisters its waker and its timer entry.
-        this.idle = None;
-        this.timer = None;
-        Poll::Ready(this.state.report(this.started, this.grace, this.cancelled))
-    }
-}
-
-impl ScopeShutdown {
-    /// Makes sure the deadline wakes `waker`: schedules the timer on the first call, and
-    /// afterwards only updates the waker it will wake.
-    fn arm_timer(&mut self, waker: &Waker) -> std::io::Result<()> {
-        let Some(deadline) = self.deadline else {
-            return Ok(());
-        };
-        match &self.timer_waker {
-            Some(slot) => {
-                let replaced = {
-                    let mut stored = sync::lock_data(slot);
-                    if stored.will_wake(waker) {
-                        None
-                    } else {
-                        Some(std::mem::replace(&mut *stored, waker.clone()))
-                    }
-                };
-                drop_contained(replaced);
-            }
-            None => {
-                let slot = Arc::new(DataMutex::new(waker.clone()));
-                let entry = crate::timer::schedule(
-                    deadline,
-                    Box::new({
-                        let slot = slot.clone();
-                        move || {
-                            let waker = sync::lock_data(&slot).clone();
-                            waker.wake();
-                        }
-                    }),
-                )?;
-                self.timer_waker = Some(slot);
-                self.timer = Some(entry);
-            }
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for ScopeShutdown {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScopeShutdown")
-            .field("grace", &self.grace)
-            .field("cancelled", &self.cancelled)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Resolves when a scope has no unfinished job; made by [`NativeScope::wait_idle`].
-#[must_use = "futures do nothing unless polled"]
-pub struct WaitIdle {
-    state: Arc<ScopeState>,
-    key: Option<u64>,
-}
-
-impl Future for WaitIdle {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        let mut inner = sync::lock(&this.state.inner);
-        if inner.jobs.is_empty() {
-            if let Some(key) = this.key.take() {
-                let waker = inner.idle_wakers.remove(&key);
-                drop(inner);
-                drop(waker);
-            }
-            return Poll::Ready(());
-        }
-        let key = *this.key.get_or_insert_with(|| {
-            inner.next_waker += 1;
-            inner.next_waker
-        });
-        let replaced = inner.idle_wakers.insert(key, cx.waker().clone());
-        drop(inner);
-        // A waker's drop is foreign code: never under the scope's lock (invariant 5).
-        drop(replaced);
-        Poll::Pending
-    }
-}
-
-impl Drop for WaitIdle {
-    fn drop(&mut self) {
-        if let Some(key) = self.key.take() {
-            let waker = sync::lock(&self.state.inner).idle_wakers.remove(&key);
-            drop(waker);
-        }
-    }
-}
-
-impl fmt::Debug for WaitIdle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WaitIdle").finish_non_exhaustive()
+    fn counters(&self) -> &Counters {
+        &self.counters
     }
 }

@@ -82,6 +82,19 @@ pub(crate) struct TokenState {
 
 struct Shared {
     reason: Option<CancelReason>,
+    /// Callbacks and wakers; allocated on the first registration, so that an idle token (a
+    /// child nobody registers on, a plain job's token) stays small.
+    regs: Option<Box<Registrations>>,
+    /// Live children, each at the index its own `slot` names (invariant 7).
+    children: Vec<Weak<TokenState>>,
+    /// This token's index in its parent's `children`; `None` once the parent took it out.
+    slot: Option<usize>,
+    /// Threads blocked on `changed` right now (invariant 6).
+    sleepers: usize,
+}
+
+#[derive(Default)]
+struct Registrations {
     next_key: Key,
     /// Callbacks in registration order, run in that order.
     callbacks: BTreeMap<Key, Callback>,
@@ -91,12 +104,38 @@ struct Shared {
     running: Option<(Key, thread::ThreadId)>,
     /// The cancelling thread is still running this token's callbacks (invariant 4).
     draining: bool,
-    /// Live children, each at the index its own `slot` names (invariant 7).
-    children: Vec<Weak<TokenState>>,
-    /// This token's index in its parent's `children`; `None` once the parent took it out.
-    slot: Option<usize>,
-    /// Threads blocked on `changed` right now (invariant 6).
-    sleepers: usize,
+}
+
+impl Shared {
+    fn regs(&mut self) -> &mut Registrations {
+        self.regs.get_or_insert_with(Box::default)
+    }
+
+    fn draining(&self) -> bool {
+        self.regs.as_ref().is_some_and(|regs| regs.draining)
+    }
+
+    fn running(&self) -> Option<(Key, thread::ThreadId)> {
+        self.regs.as_ref().and_then(|regs| regs.running)
+    }
+
+    fn next_key(&mut self) -> Key {
+        let regs = self.regs();
+        let key = regs.next_key;
+        regs.next_key += 1;
+        key
+    }
+
+    /// Takes every callback and waker out (for a seal or the token's drop).
+    fn take_all(&mut self) -> (BTreeMap<Key, Callback>, BTreeMap<Key, Waker>) {
+        match self.regs.as_mut() {
+            Some(regs) => (
+                std::mem::take(&mut regs.callbacks),
+                std::mem::take(&mut regs.wakers),
+            ),
+            None => Default::default(),
+        }
+    }
 }
 
 /// What [`TokenState::register_callback`] did with the callback.
@@ -123,11 +162,7 @@ impl TokenState {
             flag: AtomicU8::new(flag),
             shared: Mutex::new(Shared {
                 reason: None,
-                next_key: 0,
-                callbacks: BTreeMap::new(),
-                wakers: BTreeMap::new(),
-                running: None,
-                draining: false,
+                regs: None,
                 children: Vec::new(),
                 slot: None,
                 sleepers: 0,
@@ -190,7 +225,7 @@ impl TokenState {
     /// The tree is walked with an explicit stack (invariant 7): a node's callbacks run before
     /// its children are cancelled, and no lock is held while any of it runs.
     pub(crate) fn cancel(&self, reason: CancelReason) -> bool {
-        let Some(children) = self.cancel_node(&reason) else {
+        let Some(children) = self.cancel_node(&reason, true) else {
             return false;
         };
         let mut stack = children;
@@ -198,7 +233,8 @@ impl TokenState {
             let Some(node) = child.upgrade() else {
                 continue;
             };
-            if let Some(grandchildren) = node.cancel_node(&reason) {
+            // Its parent took it out of its children already: no unlink needed.
+            if let Some(grandchildren) = node.cancel_node(&reason, false) {
                 stack.extend(grandchildren);
             }
             // Dropping `node` here may free it (its last handle went meanwhile); its `Drop`
@@ -208,9 +244,11 @@ impl TokenState {
     }
 
     /// Cancels this one token: sets the flag, wakes its waiters, runs its callbacks. Returns its
-    /// children for the caller to cancel next, or `None` if it was not active.
-    fn cancel_node(&self, reason: &CancelReason) -> Option<Vec<Weak<TokenState>>> {
-        let (wakers, sleepers, has_callbacks, children) = {
+    /// children for the caller to cancel next, or `None` if it was not active. With `unlink`
+    /// (a cancel of this token itself, not from its parent), it also leaves its parent's
+    /// children: a cancelled token needs no parent's cancel.
+    fn cancel_node(&self, reason: &CancelReason, unlink: bool) -> Option<Vec<Weak<TokenState>>> {
+        let (wakers, sleepers, has_callbacks, children, slot) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return None;
@@ -219,16 +257,20 @@ impl TokenState {
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
             self.flag.store(CANCELLED, Ordering::Release);
-            let has_callbacks = !shared.callbacks.is_empty();
-            shared.draining = has_callbacks;
+            let (wakers, has_callbacks) = match shared.regs.as_mut() {
+                Some(regs) => {
+                    regs.draining = !regs.callbacks.is_empty();
+                    (std::mem::take(&mut regs.wakers), regs.draining)
+                }
+                None => (BTreeMap::new(), false),
+            };
             let children = std::mem::take(&mut shared.children);
-            (
-                std::mem::take(&mut shared.wakers),
-                shared.sleepers,
-                has_callbacks,
-                children,
-            )
+            let slot = if unlink { shared.slot.take() } else { None };
+            (wakers, shared.sleepers, has_callbacks, children, slot)
         };
+        if let (Some(parent), Some(index)) = (&self.parent, slot) {
+            parent.unlink_child(index, self);
+        }
         if sleepers > 0 {
             self.changed.notify_all();
         }
@@ -255,9 +297,10 @@ impl TokenState {
             // this store by the lock; readers outside it only compare with CANCELLED. Release
             // keeps every store of the flag a publishing one, at no cost on the cancel path.
             self.flag.store(SEALED, Ordering::Release);
+            let (callbacks, wakers) = shared.take_all();
             (
-                std::mem::take(&mut shared.callbacks),
-                std::mem::take(&mut shared.wakers),
+                callbacks,
+                wakers,
                 std::mem::take(&mut shared.children),
                 shared.slot.take(),
             )
@@ -286,10 +329,12 @@ impl TokenState {
         loop {
             let (next, sleepers) = {
                 let mut shared = sync::lock(&self.shared);
-                let next = shared.callbacks.pop_first();
-                shared.running = next.as_ref().map(|(key, _)| (*key, me));
-                shared.draining = next.is_some();
-                (next, shared.sleepers)
+                let sleepers = shared.sleepers;
+                let regs = shared.regs();
+                let next = regs.callbacks.pop_first();
+                regs.running = next.as_ref().map(|(key, _)| (*key, me));
+                regs.draining = next.is_some();
+                (next, sleepers)
             };
             // Wakes guards waiting for the callback that just returned (invariant 6).
             if sleepers > 0 {
@@ -326,10 +371,9 @@ impl TokenState {
     pub(crate) fn register_callback(&self, callback: Callback) -> Registered {
         let mut shared = sync::lock(&self.shared);
         let flag = self.flag_under_lock();
-        if flag == ACTIVE || shared.draining {
-            let key = shared.next_key;
-            shared.next_key += 1;
-            shared.callbacks.insert(key, callback);
+        if flag == ACTIVE || shared.draining() {
+            let key = shared.next_key();
+            shared.regs().callbacks.insert(key, callback);
             return Registered::Pending(key);
         }
         let reason = shared.reason.clone();
@@ -350,14 +394,14 @@ impl TokenState {
     /// returns at once.
     pub(crate) fn deregister_callback(&self, key: Key) {
         let mut shared = sync::lock(&self.shared);
-        if let Some(callback) = shared.callbacks.remove(&key) {
+        if let Some(callback) = shared.regs.as_mut().and_then(|r| r.callbacks.remove(&key)) {
             // Dropping the closure is user code (invariant 5).
             drop(shared);
             drop_contained(callback);
             return;
         }
         let me = thread::current().id();
-        while let Some((running, on)) = shared.running {
+        while let Some((running, on)) = shared.running() {
             if running != key || on == me {
                 return;
             }
@@ -380,14 +424,11 @@ impl TokenState {
         if self.flag_under_lock() == SEALED {
             return Ok(());
         }
-        let key = *key.get_or_insert_with(|| {
-            let next = shared.next_key;
-            shared.next_key += 1;
-            next
-        });
-        let replaced = match shared.wakers.get(&key) {
+        let key = *key.get_or_insert_with(|| shared.next_key());
+        let wakers = &mut shared.regs().wakers;
+        let replaced = match wakers.get(&key) {
             Some(stored) if stored.will_wake(waker) => None,
-            _ => shared.wakers.insert(key, waker.clone()),
+            _ => wakers.insert(key, waker.clone()),
         };
         drop(shared);
         // A waker's drop is foreign code: never under our lock (invariant 5).
@@ -397,7 +438,10 @@ impl TokenState {
 
     /// Forgets the waker under `key` (its future was dropped).
     pub(crate) fn deregister_waker(&self, key: Key) {
-        let waker = sync::lock(&self.shared).wakers.remove(&key);
+        let waker = sync::lock(&self.shared)
+            .regs
+            .as_mut()
+            .and_then(|regs| regs.wakers.remove(&key));
         drop_contained(waker);
     }
 
@@ -435,13 +479,20 @@ impl TokenState {
 
     /// Whether the callback under `key` is registered and has not started.
     pub(crate) fn is_callback_pending(&self, key: Key) -> bool {
-        sync::lock(&self.shared).callbacks.contains_key(&key)
+        sync::lock(&self.shared)
+            .regs
+            .as_ref()
+            .is_some_and(|regs| regs.callbacks.contains_key(&key))
     }
 
     /// Callbacks not yet run, pending `WaitCancelled` wakers, and linked children.
     pub(crate) fn registrations(&self) -> usize {
         let shared = sync::lock(&self.shared);
-        shared.callbacks.len() + shared.wakers.len() + shared.children.len()
+        let (callbacks, wakers) = shared
+            .regs
+            .as_ref()
+            .map_or((0, 0), |regs| (regs.callbacks.len(), regs.wakers.len()));
+        callbacks + wakers + shared.children.len()
     }
 
     /// Removes the child at `addr` from its slot `index` of this token's children, if the slot
@@ -477,11 +528,8 @@ impl Drop for TokenState {
     fn drop(&mut self) {
         let (callbacks, wakers, mut slot) = {
             let mut shared = sync::lock(&self.shared);
-            (
-                std::mem::take(&mut shared.callbacks),
-                std::mem::take(&mut shared.wakers),
-                shared.slot.take(),
-            )
+            let (callbacks, wakers) = shared.take_all();
+            (callbacks, wakers, shared.slot.take())
         };
         // Callbacks of detached guards: their captured values are user code (invariant 5).
         drop_each(callbacks.into_values(), wakers.into_values());
@@ -519,9 +567,26 @@ impl std::fmt::Debug for TokenState {
         f.debug_struct("TokenState")
             .field("reason", &shared.reason)
             .field("sealed", &(self.flag_under_lock() == SEALED))
-            .field("callbacks", &shared.callbacks.len())
-            .field("waiters", &shared.wakers.len())
+            .field(
+                "registrations",
+                &shared
+                    .regs
+                    .as_ref()
+                    .map_or(0, |r| r.callbacks.len() + r.wakers.len()),
+            )
             .field("children", &shared.children.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An idle child token (its `Arc` allocation: two counts and the state) costs no more than
+    /// tokio-util's child token (136 bytes on 64-bit targets).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn an_idle_token_fits_in_136_bytes() {
+        let size = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<super::TokenState>();
+        assert!(size <= 136, "an idle token takes {size} bytes");
     }
 }

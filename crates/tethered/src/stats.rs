@@ -60,20 +60,29 @@ pub struct NativeStats {
 /// assert_eq!(tethered::stats().running, 0);
 /// ```
 pub fn stats() -> NativeStats {
-    with(|c| NativeStats {
-        running: c.running.load(Ordering::Relaxed),
-        queued: c.queued.load(Ordering::Relaxed),
-        detached: c.detached.load(Ordering::Relaxed),
-        spawned: c.spawned.load(Ordering::Relaxed),
-        cancelled: c.cancelled.load(Ordering::Relaxed),
-        panicked: c.panicked.load(Ordering::Relaxed),
-        callback_panics: c.callback_panics.load(Ordering::Relaxed),
-        drop_panics: c.drop_panics.load(Ordering::Relaxed),
-        leaked_payloads: c.leaked_payloads.load(Ordering::Relaxed),
-    })
+    with(Counters::snapshot)
 }
 
-struct Counters {
+impl Counters {
+    /// The counts right now.
+    pub(crate) fn snapshot(&self) -> NativeStats {
+        let c = self;
+        NativeStats {
+            running: c.running.load(Ordering::Relaxed),
+            queued: c.queued.load(Ordering::Relaxed),
+            detached: c.detached.load(Ordering::Relaxed),
+            spawned: c.spawned.load(Ordering::Relaxed),
+            cancelled: c.cancelled.load(Ordering::Relaxed),
+            panicked: c.panicked.load(Ordering::Relaxed),
+            callback_panics: c.callback_panics.load(Ordering::Relaxed),
+            drop_panics: c.drop_panics.load(Ordering::Relaxed),
+            leaked_payloads: c.leaked_payloads.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One set of job counters: the process-wide one, or a scope's.
+pub(crate) struct Counters {
     running: AtomicUsize,
     queued: AtomicUsize,
     detached: AtomicUsize,
@@ -86,7 +95,7 @@ struct Counters {
 }
 
 impl Counters {
-    const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Counters {
             running: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
@@ -117,40 +126,52 @@ fn with<R>(f: impl FnOnce(&Counters) -> R) -> R {
 
 // ORDERING (all below): Relaxed; see the module docs.
 
-pub(crate) fn job_queued() {
-    with(|c| c.queued.fetch_add(1, Ordering::Relaxed));
+/// What happened to a job, counted process-wide and, for a job of a scope, in the scope's
+/// counters too.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    Queued,
+    Dequeued,
+    Started,
+    Returned,
+    Spawned,
+    Cancelled,
+    Panicked,
+    Detached,
+    DetachedFinished,
 }
 
-pub(crate) fn job_dequeued() {
-    with(|c| c.queued.fetch_sub(1, Ordering::Relaxed));
+impl Counters {
+    fn count(&self, event: Event) {
+        let (counter, up) = match event {
+            Event::Queued => (&self.queued, true),
+            Event::Dequeued => (&self.queued, false),
+            Event::Started => (&self.running, true),
+            Event::Returned => (&self.running, false),
+            Event::Detached => (&self.detached, true),
+            Event::DetachedFinished => (&self.detached, false),
+            Event::Spawned => return add(&self.spawned),
+            Event::Cancelled => return add(&self.cancelled),
+            Event::Panicked => return add(&self.panicked),
+        };
+        if up {
+            counter.fetch_add(1, Ordering::Relaxed);
+        } else {
+            counter.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
-pub(crate) fn job_started() {
-    with(|c| c.running.fetch_add(1, Ordering::Relaxed));
+fn add(total: &AtomicU64) {
+    total.fetch_add(1, Ordering::Relaxed);
 }
 
-pub(crate) fn job_returned() {
-    with(|c| c.running.fetch_sub(1, Ordering::Relaxed));
-}
-
-pub(crate) fn job_spawned() {
-    with(|c| c.spawned.fetch_add(1, Ordering::Relaxed));
-}
-
-pub(crate) fn job_cancelled() {
-    with(|c| c.cancelled.fetch_add(1, Ordering::Relaxed));
-}
-
-pub(crate) fn job_panicked() {
-    with(|c| c.panicked.fetch_add(1, Ordering::Relaxed));
-}
-
-pub(crate) fn job_detached() {
-    with(|c| c.detached.fetch_add(1, Ordering::Relaxed));
-}
-
-pub(crate) fn detached_job_finished() {
-    with(|c| c.detached.fetch_sub(1, Ordering::Relaxed));
+/// Counts `event` process-wide, and in `scope`'s counters if the job belongs to a scope.
+pub(crate) fn count(event: Event, scope: Option<&Counters>) {
+    with(|c| c.count(event));
+    if let Some(scope) = scope {
+        scope.count(event);
+    }
 }
 
 pub(crate) fn callback_panicked() {

@@ -15,9 +15,15 @@ use tethered::{
 fn a_job_never_cancels_the_callers_token_nor_its_siblings() {
     let shared = CancelSource::new();
     for round in 0..2_000 {
-        let job = AbortableNative::builder()
-            .child_of(&shared.token())
-            .spawn(|token| token.is_cancelled());
+        let builder = AbortableNative::builder();
+        // Both ways of tying a job to the caller's token: neither hands the job the token.
+        #[allow(deprecated)]
+        let builder = if round % 4 < 2 {
+            builder.child_of(&shared.token())
+        } else {
+            builder.source(shared.clone())
+        };
+        let job = builder.spawn(|token| token.is_cancelled());
         // Half are dropped at once (often unfinished), half after they finished.
         if round % 2 == 1 {
             while !job.is_finished() {
@@ -146,6 +152,7 @@ fn a_callback_registered_during_a_cancel_waits_its_turn() {
 
 #[test]
 fn abandon_after_duration_max_never_abandons_and_never_overflows() {
+    let panics_before = tethered::stats().callback_panics;
     let (started_tx, started) = mpsc::channel();
     let job = AbortableNative::builder()
         .abandon_after(Duration::MAX)
@@ -156,6 +163,11 @@ fn abandon_after_duration_max_never_abandons_and_never_overflows() {
     started.recv().unwrap();
     assert!(job.cancel(CancelReason::Timeout));
     assert_eq!(job.join_blocking().unwrap(), CancelReason::Timeout);
+    assert_eq!(
+        tethered::stats().callback_panics,
+        panics_before,
+        "the abandon deadline did not overflow inside the job's cancel callback"
+    );
 }
 
 #[test]

@@ -4,12 +4,13 @@
 //! closure of any job is running or queued in the process, and fails with the counts if some
 //! are. The counters are process-wide, so in a test binary whose tests run in parallel, call it
 //! where no other test has jobs in flight (a test binary of its own, or a serialised group), or
-//! track your own jobs with a [`NativeScope`](crate::NativeScope) and its
-//! [`wait_idle`](crate::NativeScope::wait_idle).
+//! spawn your jobs in a [`NativeScope`] and end with [`assert_scope_returned`], which looks at
+//! that scope's own counts only, so tests (and libraries) in one process need not take turns.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::scope::NativeScope;
 use crate::stats::{NativeStats, stats};
 
 /// Waits until no job closure is running or queued anywhere in the process, for at most
@@ -23,9 +24,47 @@ use crate::stats::{NativeStats, stats};
 /// # Ok::<(), tethered::testing::StillRunning>(())
 /// ```
 pub fn wait_all_returned(timeout: Duration) -> Result<(), StillRunning> {
+    wait_returned(timeout, stats)
+}
+
+/// [`wait_all_returned`] for the jobs of one scope: waits until none of `scope`'s closures is
+/// running or queued, whatever other jobs the process has.
+///
+/// ```
+/// use std::time::Duration;
+/// use tethered::NativeScope;
+///
+/// let scope = NativeScope::new();
+/// drop(scope.spawn(|token| token.wait())?); // cancels it
+/// tethered::testing::wait_scope_returned(&scope, Duration::from_secs(10))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn wait_scope_returned(scope: &NativeScope, timeout: Duration) -> Result<(), StillRunning> {
+    wait_returned(timeout, || scope.stats())
+}
+
+/// [`assert_all_returned`] for the jobs of one scope (see [`wait_scope_returned`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use tethered::NativeScope;
+///
+/// let scope = NativeScope::new();
+/// scope.spawn(|_| ())?.detach();
+/// tethered::testing::assert_scope_returned(&scope, Duration::from_secs(10));
+/// # Ok::<(), tethered::SpawnError>(())
+/// ```
+#[track_caller]
+pub fn assert_scope_returned(scope: &NativeScope, timeout: Duration) {
+    if let Err(still) = wait_scope_returned(scope, timeout) {
+        panic!("{still}");
+    }
+}
+
+fn wait_returned(timeout: Duration, counts: impl Fn() -> NativeStats) -> Result<(), StillRunning> {
     let started = Instant::now();
     loop {
-        let now = stats();
+        let now = counts();
         if now.running == 0 && now.queued == 0 {
             return Ok(());
         }

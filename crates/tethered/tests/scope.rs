@@ -455,3 +455,87 @@ fn a_closed_scope_does_not_cancel_the_source_it_was_offered() {
     assert!(matches!(refused, Err(SpawnError::ScopeClosed)));
     assert!(!request.is_cancelled());
 }
+
+#[test]
+fn a_scopes_stats_count_its_own_jobs_only() {
+    let ours = NativeScope::new();
+    let theirs = NativeScope::new();
+    let stuck = Stuck::new();
+    let elsewhere = theirs.spawn(stuck.job()).unwrap();
+    stuck.wait_started();
+    for i in 0..10 {
+        assert_eq!(ours.spawn(move |_| i).unwrap().join_blocking().unwrap(), i);
+    }
+    let cancelled = ours.spawn(|token| token.wait()).unwrap();
+    cancelled.cancel(CancelReason::Requested);
+    let _ = cancelled.join_blocking(); // returned or skipped: counted as cancelled either way
+    tethered::testing::assert_scope_returned(&ours, Duration::from_secs(10));
+    let mine = ours.stats();
+    assert_eq!((mine.spawned, mine.cancelled, mine.running), (11, 1, 0));
+    assert_eq!(
+        theirs.stats().running,
+        1,
+        "the other scope's stuck job is not ours"
+    );
+    stuck.release();
+    elsewhere.join_blocking().unwrap();
+    assert_eq!(theirs.stats().running, 0);
+}
+
+#[test]
+fn cancel_all_cancels_the_jobs_of_now_and_not_the_jobs_spawned_after() {
+    let scope = NativeScope::new();
+    let before: Vec<_> = (0..50)
+        .map(|_| scope.spawn(|token| token.wait()).unwrap())
+        .collect();
+    scope.cancel_all(CancelReason::custom("reload"));
+    let after = scope.spawn(|token| token.is_cancelled()).unwrap();
+    assert_eq!(
+        after.join_blocking().unwrap(),
+        false,
+        "a later job starts uncancelled"
+    );
+    for job in before {
+        match job.join_blocking() {
+            Ok(reason) => assert_eq!(reason, CancelReason::custom("reload")),
+            Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::custom("reload"))),
+        }
+    }
+}
+
+#[test]
+fn a_scope_child_of_an_outer_token_cancels_its_jobs_now_and_later() {
+    let server = tethered::CancelSource::new();
+    let scope = NativeScope::new()
+        .with_max_running(1)
+        .child_of(&server.token());
+    let running = scope.spawn(|token| token.wait()).unwrap();
+    let waiting = scope
+        .spawn(|_| unreachable!("waited for a slot, then was cancelled"))
+        .unwrap();
+    server.cancel(CancelReason::Shutdown);
+    assert!(matches!(
+        waiting.join_blocking(),
+        Err(NativeError::Cancelled(CancelReason::Shutdown))
+    ));
+    match running.join_blocking() {
+        Ok(reason) => assert_eq!(reason, CancelReason::Shutdown),
+        Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown)),
+    }
+    let late = scope
+        .spawn(|_| unreachable!("the outer token is cancelled"))
+        .unwrap();
+    assert!(late.join_blocking().unwrap_err().is_cancelled());
+    assert!(!scope.is_closed(), "the scope stays open");
+    // Cancelling the scope never touches the outer token.
+    let other = tethered::CancelSource::new();
+    let inner = NativeScope::new().child_of(&other.token());
+    inner.cancel_all(CancelReason::Requested);
+    drop(inner);
+    assert!(!other.is_cancelled());
+    assert_eq!(
+        other.token().registrations(),
+        0,
+        "a dropped scope unlinks itself"
+    );
+}

@@ -87,10 +87,12 @@ struct Shared {
     regs: Option<Box<Registrations>>,
     /// Live children, each at the index its own `slot` names (invariant 7).
     children: Vec<Weak<TokenState>>,
-    /// This token's index in its parent's `children`; `None` once the parent took it out.
-    slot: Option<usize>,
+    /// This token's index in its parent's `children`; `None` once the parent took it out (or,
+    /// past 4 billion children of one parent, never known: such a child's slot is then only
+    /// freed by the parent's cancel or drop).
+    slot: Option<u32>,
     /// Threads blocked on `changed` right now (invariant 6).
-    sleepers: usize,
+    sleepers: u32,
 }
 
 #[derive(Default)]
@@ -185,7 +187,7 @@ impl TokenState {
                     let index = shared.children.len();
                     shared.children.push(Arc::downgrade(&child));
                     // Parent before child (lock order); nobody else can see the child yet.
-                    sync::lock(&child.shared).slot = Some(index);
+                    sync::lock(&child.shared).slot = u32::try_from(index).ok();
                     None
                 }
             }
@@ -497,7 +499,8 @@ impl TokenState {
 
     /// Removes the child at `addr` from its slot `index` of this token's children, if the slot
     /// still holds it, moving the last child into the gap and telling it its new slot.
-    fn unlink_child(&self, index: usize, addr: *const TokenState) {
+    fn unlink_child(&self, index: u32, addr: *const TokenState) {
+        let index = index as usize;
         let mut shared = sync::lock(&self.shared);
         let holds_it = shared
             .children
@@ -511,7 +514,7 @@ impl TokenState {
         let moved = shared.children.get(index).and_then(Weak::upgrade);
         if let Some(moved) = &moved {
             // Parent before child (lock order).
-            sync::lock(&moved.shared).slot = Some(index);
+            sync::lock(&moved.shared).slot = u32::try_from(index).ok();
         }
         drop(shared);
         drop(removed);
@@ -582,11 +585,12 @@ impl std::fmt::Debug for TokenState {
 #[cfg(test)]
 mod tests {
     /// An idle child token (its `Arc` allocation: two counts and the state) costs no more than
-    /// tokio-util's child token (136 bytes on 64-bit targets).
+    /// tokio-util's child token, whose node is a 120-byte allocation on 64-bit targets (the
+    /// allocation benchmark counts both: 124.3 bytes per child each, with the parent's list).
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn an_idle_token_fits_in_136_bytes() {
+    fn an_idle_token_is_no_larger_than_tokio_utils() {
         let size = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<super::TokenState>();
-        assert!(size <= 136, "an idle token takes {size} bytes");
+        assert!(size <= 120, "an idle token takes {size} bytes");
     }
 }

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Proves the declared `rust-version`: builds and tests every publishable crate with a real Rust of
+# that version (Debian's rustc-web/cargo-web packages, under /usr/bin, beside the default
+# toolchain), with the committed Cargo.lock.
+#
+# Environment:
+#   MSRV_BUILD_ONLY  space-separated packages whose tests are built but not run here (default:
+#                    tethered-pyo3, whose tests drive a pytest suite against an extension module
+#                    built by the default toolchain; they run once, in the main test step).
+#   MSRV_SKIP_INSTALL=1  fail instead of installing when /usr/bin/cargo is not the MSRV.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+msrv=$(sed -n 's/^rust-version = "\([0-9.]*\)"$/\1/p' Cargo.toml)
+[ -n "$msrv" ] || { echo "msrv: no rust-version in the root Cargo.toml" >&2; exit 1; }
+# The Debian version that carries this Rust; bump both together.
+debian_version="1.85.0+dfsg3-1~deb12u3"
+case "$debian_version" in
+    "$msrv".*) ;;
+    *) echo "msrv: Debian package $debian_version is not Rust $msrv; update msrv.sh" >&2; exit 1 ;;
+esac
+
+# (The version is read into a variable first: `... | grep -q` under pipefail fails when grep
+# exits before the writer is done.)
+is_msrv() {
+    local version
+    version=$("/usr/bin/$1" --version 2>/dev/null) || return 1
+    [[ "$version" == "$1 $msrv."* ]]
+}
+
+if ! is_msrv cargo || ! is_msrv rustc; then
+    if [ "${MSRV_SKIP_INSTALL:-0}" = 1 ]; then
+        echo "msrv: /usr/bin/cargo is not Rust $msrv and MSRV_SKIP_INSTALL=1" >&2
+        exit 1
+    fi
+    # --allow-downgrades: an upgrade of rustc-web (bookworm-security carries newer ones) is undone.
+    .ci/apt-install.sh --allow-downgrades "rustc-web=$debian_version" \
+        "cargo-web=$debian_version" "libstd-rust-web-dev=$debian_version" || {
+        echo "msrv: could not install Rust $msrv ($debian_version) from Debian; if the" \
+            "archive no longer carries that version, pick the one it has (apt-cache policy" \
+            "rustc-web) and update msrv.sh, or raise rust-version honestly" >&2
+        exit 1
+    }
+fi
+
+mapfile -t crates < <(.ci/publishable.sh)
+build_only=" ${MSRV_BUILD_ONLY-tethered-pyo3} "
+
+# rustup's proxies live earlier on PATH and would pick the default toolchain for `cargo`, `rustc`
+# and `rustdoc` (also when cargo or a build script runs them by name): call the Debian binaries by
+# absolute path, name them to cargo, drop rustup's overrides, and put links to exactly these three
+# first on PATH (not all of /usr/bin, which would also swap the Python that pyo3's build finds).
+unset RUSTUP_TOOLCHAIN RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER CARGO_BUILD_RUSTC CARGO
+export CARGO_TARGET_DIR=target/msrv
+shims="$PWD/$CARGO_TARGET_DIR/bin"
+mkdir -p "$shims"
+for name in cargo rustc rustdoc; do
+    ln -sfn "/usr/bin/$name" "$shims/$name"
+done
+export PATH="$shims:$PATH"
+export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+cargo=/usr/bin/cargo
+for tool in "$cargo" "$RUSTC" "$RUSTDOC"; do
+    version=$("$tool" --version)
+    echo "$version"
+    [[ "$version" == *" $msrv."* ]] || { echo "msrv: $tool is not Rust $msrv" >&2; exit 1; }
+done
+# And no rustup proxy answers for the names cargo and build scripts may run.
+for name in cargo rustc rustdoc; do
+    version=$("$name" --version)
+    [[ "$version" == "$name $msrv."* ]] ||
+        { echo "msrv: $name on PATH is $version, not Rust $msrv" >&2; exit 1; }
+done
+
+all=() run=()
+for crate in "${crates[@]}"; do
+    all+=(-p "$crate")
+    if [[ "$build_only" == *" $crate "* ]]; then
+        echo "msrv: $crate: tests built, not run (MSRV_BUILD_ONLY)"
+    else
+        run+=(-p "$crate")
+    fi
+done
+echo "msrv: building and testing with Rust $msrv: ${crates[*]}"
+
+# Every crate with its tests and examples first, with the same package set as the run below where
+# possible, so features unify the same way and the run reuses what this built.
+$cargo test --locked --all-features --no-run "${all[@]}"
+if [ "${#run[@]}" -gt 0 ]; then
+    # --no-fail-fast: one run names every test that fails on this Rust.
+    $cargo test --locked --all-features --no-fail-fast "${run[@]}"
+fi

@@ -6,8 +6,8 @@ use pyo3::{IntoPyObject, IntoPyObjectExt};
 /// A native closure's return value: anything convertible to Python, or a [`PyResult`] (any
 /// `Result` whose error converts into a [`PyErr`]) of one.
 ///
-/// The conversion runs after the closure has returned, on the thread it ran on, attached to
-/// the interpreter for just that long. An `Err` is raised in the awaiting coroutine as that
+/// The conversion runs after the closure has returned, attached to the interpreter for just
+/// that long, on the thread that saw the job finish (usually the one it ran on). An `Err` is raised in the awaiting coroutine as that
 /// Python exception.
 ///
 /// `Marker` only keeps the two blanket implementations apart ([`marker::Value`] for plain

@@ -23,8 +23,11 @@
 //!    [`CancelReason::Dropped`].
 //! 3. No lock of the link is held while cancelling, dropping the loop registration, or
 //!    calling into Python.
+//! 4. Once the future is done or freed (`wanted` is false), the outcome is dropped without
+//!    attaching to the interpreter: a cancelled job's thread never waits for the GIL.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -51,6 +54,8 @@ pub(crate) struct Link {
     loop_link: Mutex<Option<CallbackGuard>>,
     /// Weak (invariant 2); its loop is found through it, so the link keeps no loop alive.
     future: Py<PyWeakrefReference>,
+    /// The future may still take the outcome (invariant 4).
+    wanted: AtomicBool,
 }
 
 impl Link {
@@ -75,6 +80,7 @@ impl Link {
             job: Mutex::new(Some(job)),
             loop_link: Mutex::new(Some(loop_link)),
             future: PyWeakrefReference::new(future)?.unbind(),
+            wanted: AtomicBool::new(true),
         });
         let on_done = CancelOnDrop(link.clone());
         let callback = PyCFunction::new_closure(
@@ -83,6 +89,7 @@ impl Link {
             Some(c"Cancels the native job when its future is cancelled or dropped."),
             move |args, _kwargs| -> PyResult<()> {
                 let future = args.get_item(0)?;
+                on_done.0.unwanted();
                 on_done.0.cancel(reason_of(&future));
                 Ok(())
             },
@@ -95,6 +102,13 @@ impl Link {
     /// Cancels the job, unless it has finished (with no lock held: invariant 3).
     pub(crate) fn cancel(&self, reason: CancelReason) {
         self.abort.cancel(reason);
+    }
+
+    /// The future is done or freed: nothing will take the outcome.
+    fn unwanted(&self) {
+        // ORDERING: Relaxed: the flag only spares a delivery. A delivery that reads a stale
+        // `true` still finds the future done, on the loop thread, and leaves it alone.
+        self.wanted.store(false, Ordering::Relaxed);
     }
 
     /// Polls the handle; once it is ready, takes the outcome and delivers it.
@@ -122,6 +136,10 @@ impl Link {
     fn deliver(&self, result: Result<Convert, NativeError>) {
         // Nothing of a user's (a conversion, a drop) may unwind into the thread that woke us.
         outcome::quietly(move || {
+            // ORDERING: Relaxed, as in `unwanted`.
+            if !self.wanted.load(Ordering::Relaxed) {
+                return; // `result` is dropped detached; pyo3 defers its reference drops
+            }
             let Some(_pass) = exit::enter() else {
                 return; // the interpreter is exiting: `result` is dropped, detached
             };
@@ -176,6 +194,7 @@ struct CancelOnDrop(Arc<Link>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
+        self.0.unwanted();
         self.0.cancel(CancelReason::Dropped);
     }
 }

@@ -168,6 +168,9 @@ pub(crate) trait JobHandle<T>: JobControl {
     /// for a caller that hands out its handle anyway.
     fn accept_refused(&self);
     fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>>;
+    /// The same job as a [`JobControl`] (by hand: trait upcasting needs a newer Rust than the
+    /// crate's `rust-version`).
+    fn control(self: Arc<Self>) -> Arc<dyn JobControl>;
     fn join_blocking(&self) -> Result<T, NativeError>;
 }
 
@@ -626,6 +629,10 @@ where
         state.accepted = true;
         self.count(Event::Spawned);
         settle(&mut state, &self.source, self.scope_counters());
+    }
+
+    fn control(self: Arc<Self>) -> Arc<dyn JobControl> {
+        self
     }
 
     fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>> {

@@ -321,10 +321,10 @@ impl<T> AbortableNative<T> {
     pub fn abort_handle(&self) -> AbortHandle {
         AbortHandle {
             token: self.token.clone(),
-            job: self.job.as_ref().map(|job| {
-                let control: Arc<dyn JobControl> = job.clone();
-                Arc::downgrade(&control)
-            }),
+            job: self
+                .job
+                .as_ref()
+                .map(|job| Arc::downgrade(&job.clone().control())),
         }
     }
 

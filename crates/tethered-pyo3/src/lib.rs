@@ -97,7 +97,8 @@
 //!   never `InvalidStateError`, and never "Event loop is closed" from a native thread (an
 //!   outcome for a closed loop is dropped).
 //! - A panic in the closure or in the conversion of its value is raised as pyo3's
-//!   `PanicException` in the awaiting coroutine, never on the native thread.
+//!   `PanicException` (a `BaseException`, as for a panicking `#[pyfunction]`) in the awaiting
+//!   coroutine, never on the native thread; Rust's panic hook still reports it on stderr.
 //! - Closing a loop cancels the jobs it still runs; interpreter exit cancels every job and does
 //!   not wait for them (see above).
 //! - Every closure counts in [`tethered::stats()`]`.running` until it returns. Each extension

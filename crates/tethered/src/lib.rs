@@ -38,7 +38,8 @@
 //!   the cancel into code that cannot poll; [`CancelToken::child`] links sources into a tree;
 //!   [`CancelToken::never`] is a token for callers with nothing to cancel;
 //!   [`CancelSource::cancel_after`] sets a deadline; [`CancelToken::run_until_cancelled`]
-//!   races async code against a token.
+//!   races async code against a token; [`CancelToken::arm`] arms an unblock action (shut a
+//!   socket down, kill a child) for a call blocked in the kernel, disarmed before reuse.
 //! - [`CancelOnDrop`]: wraps any future so that dropping it unfinished cancels a source.
 //! - [`AbortableNative`]: a job on a native thread, tethered to the future that awaits it, and
 //!   the [`Spawner`] trait that puts its [`Runnable`] on a thread ([`ThreadSpawner`] here;
@@ -95,6 +96,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod armed;
 mod builder;
 mod callback;
 mod cancel_on_drop;
@@ -122,6 +124,7 @@ mod trace;
 mod until;
 mod wait;
 
+pub use armed::Armed;
 #[allow(deprecated)]
 pub use builder::{Builder, NativeJob};
 pub use callback::CallbackGuard;

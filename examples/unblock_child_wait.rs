@@ -1,8 +1,8 @@
 //! A thread blocked waiting for a child process, ended on cancel by killing the child, without
 //! ever signalling a pid that may belong to another process by then. The job blocks in
 //! `waitid(WEXITED | WNOWAIT)`, which returns once the child has exited but leaves it unreaped,
-//! so its pid stays its own; the `on_cancel` callback kills it with `Child::kill`; and the job
-//! reaps the child only after it has disarmed that callback. (The `subprocess` example adds a
+//! so its pid stays its own; a kill armed with `token.arm` runs on cancel; and the job reaps
+//! the child only after it has disarmed that kill, which gives the `Child` back. (The `subprocess` example adds a
 //! process group, SIGTERM and a grace period.)
 //!
 //! Run with: cargo run --example unblock_child_wait
@@ -22,7 +22,6 @@ pub(crate) mod linux {
     use std::io;
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Child, Command, ExitStatus};
-    use std::sync::{Arc, Mutex, PoisonError};
     use std::time::{Duration, Instant};
 
     use nix::errno::Errno;
@@ -38,16 +37,11 @@ pub(crate) mod linux {
     /// after reaping it (no zombie is left either way).
     pub(crate) fn wait_or_kill(child: Child, token: &CancelToken) -> io::Result<ExitStatus> {
         let pid = Pid::from_raw(i32::try_from(child.id()).map_err(io::Error::other)?);
-        // The callback needs the child while this thread waits; this thread never holds the
-        // lock while it blocks.
-        let child = Arc::new(Mutex::new(child));
-        let kill_on_cancel = token.on_cancel({
-            let child = child.clone();
-            move |_reason| {
-                // Unblock. The child is not reaped before this callback is disarmed, so its pid
-                // is still its own; and std's `kill` refuses a child it has reaped anyway.
-                let _ = lock(&child).kill();
-            }
+        // The kill, armed: a cancel runs it once, from the cancelling thread, while this thread
+        // blocks below. The child is not reaped before it is disarmed, so its pid is still its
+        // own; and std's `kill` refuses a child it has reaped anyway.
+        let armed = token.arm(child, |child, _reason| {
+            let _ = child.kill();
         });
         // Blocks until the child has exited (by itself or killed), leaving it a zombie: a kill
         // that comes before this call, or while it blocks, ends it all the same.
@@ -58,15 +52,10 @@ pub(crate) mod linux {
                 Err(errno) => return Err(errno.into()),
             }
         }
-        // Disarm first (this waits for a kill that is running), then reap: from here on the pid
-        // may be reused, and nothing will signal it.
-        drop(kill_on_cancel);
-        let status = lock(&child).wait()?; // at once: it has exited
-        Ok(status)
-    }
-
-    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        mutex.lock().unwrap_or_else(PoisonError::into_inner)
+        // Disarm first (this waits for a kill that is running, and no kill comes after), then
+        // reap: from here on the pid may be reused, and nothing will signal it.
+        let mut child = armed.disarm();
+        child.wait() // at once: it has exited
     }
 
     /// Awaits `job` for at most `limit`. Past it, cancels the job with `Timeout` and awaits the

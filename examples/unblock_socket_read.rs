@@ -1,6 +1,7 @@
 //! A thread blocked in a `TcpStream` read, where no token check can reach it, unblocked on
-//! cancel: the job's `on_cancel` callback shuts the socket down through a `try_clone` of it, the
-//! read returns at once, and the job returns. The peer here accepts the connection and never
+//! cancel: `token.arm` arms a shutdown of the socket (through a `try_clone` of it) that a cancel
+//! runs once, the read returns at once, and the job returns; disarming gives the clone back
+//! and guarantees no shutdown comes later. The peer here accepts the connection and never
 //! answers, like a stalled upstream.
 //!
 //! Run with: cargo run --example unblock_socket_read
@@ -23,20 +24,20 @@ pub(crate) fn request(
 ) -> io::Result<Vec<u8>> {
     // Unblock: a shutdown wakes a read blocked on another thread, and makes any later read
     // return at once, so a cancel that comes before the read starts is not lost either.
-    let shutter = stream.try_clone()?;
-    let _shut_down_on_cancel = token.on_cancel(move |_reason| {
+    let armed = token.arm(stream.try_clone()?, |shutter, _reason| {
         let _ = shutter.shutdown(Shutdown::Both); // NotConnected: the peer closed it already
     });
     let mut reply = Vec::new();
     let exchanged = stream
         .write_all(request)
         .and_then(|()| stream.read_to_end(&mut reply));
+    // Disarmed before anything else: from here on no cancel can shut the socket down, so a
+    // stream that is used again (returned to a pool) is safe from a late cancel.
+    drop(armed.disarm());
     // A shut-down socket ends the read with Ok (end of stream) or fails the write or the read,
     // depending on the platform and the moment: the token tells a cancel from the peer's end.
     token.check().map_err(io::Error::other)?;
     exchanged.map(|_| reply)
-    // The stream is closed here; one that is used again must drop the guard first, or a late
-    // cancel would shut it down under its next user.
 }
 
 /// A peer that accepts one connection and holds it without answering until `hold` has passed.

@@ -1,7 +1,7 @@
 //! Helpers for the loom models in `tests/`.
 //!
 //! Each model is written once and run through [`model`]: under `--cfg tethered_loom` it is
-//! explored by [`loom::model`] (every interleaving up to the preemption bound, which
+//! explored by [`loom::model`](https://docs.rs/loom/latest/loom/fn.model.html) (every interleaving up to the preemption bound, which
 //! `LOOM_MAX_PREEMPTIONS` sets), otherwise it runs once on plain `std` threads as a quick smoke
 //! test, which is what `cargo test --workspace` does.
 //!

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use crate::scope::ScopeState;
 use crate::sync::Arc;
 
-/// Resolves when a scope has no unfinished job; made by [`NativeScope::wait_idle`].
+/// Resolves when a scope has no unfinished job; made by [`NativeScope::wait_idle`](crate::NativeScope::wait_idle).
 #[must_use = "futures do nothing unless polled"]
 pub struct WaitIdle {
     state: Arc<ScopeState>,

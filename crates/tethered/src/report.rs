@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::sync::Arc;
 
-/// The outcome of [`NativeScope::shutdown`]: how many jobs returned within the grace period,
+/// The outcome of [`NativeScope::shutdown`](crate::NativeScope::shutdown): how many jobs returned within the grace period,
 /// and which did not.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,7 +15,7 @@ pub struct ShutdownReport {
     /// Of those, jobs whose closure returned (or was skipped) within the grace period.
     pub returned: usize,
     /// Jobs still running at the deadline. They run on, counted in
-    /// [`stats()`](crate::stats)`.detached` and in [`NativeScope::len`] until they return.
+    /// [`stats()`](crate::stats)`.detached` and in [`NativeScope::len`](crate::NativeScope::len) until they return.
     pub stragglers: Vec<Straggler>,
     /// The grace period.
     pub grace: Duration,

@@ -12,7 +12,7 @@ use crate::report::ShutdownReport;
 use crate::scope::ScopeState;
 use crate::sync::{self, Arc, DataMutex};
 
-/// Resolves to the [`ShutdownReport`]; made by [`NativeScope::shutdown`].
+/// Resolves to the [`ShutdownReport`]; made by [`NativeScope::shutdown`](crate::NativeScope::shutdown).
 #[must_use = "the jobs are cancelled already; await this to wait for them and get the report"]
 pub struct ScopeShutdown {
     state: Arc<ScopeState>,

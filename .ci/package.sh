@@ -81,7 +81,9 @@ for crate in "${crates[@]}"; do
     done
     # Nor may a shipped test, example or bench use one (it could not build from the package).
     for name in "${unpublished[@]}"; do
-        users=$(grep -rlw "${name//-/_}" "$root"/{tests,examples,benches} 2>/dev/null || true)
+        lib=${name//-/_}
+        users=$(grep -rlE "\b$lib::|\buse $lib\b|extern crate $lib\b" \
+            "$root"/{tests,examples,benches} 2>/dev/null || true)
         if [ -n "$users" ]; then
             fail "$crate: shipped files use $name, which is never published" \
                 "(exclude them from the package):" "$(tr '\n' ' ' <<<"${users//$root\//}")"

@@ -150,11 +150,20 @@ impl CancelToken {
     /// - Otherwise it runs synchronously on the thread that cancels, inside
     ///   [`CancelSource::cancel`], after the flag is set and waiters are woken, with no lock of
     ///   this crate held: it may call any method of any token, register callbacks, drop guards.
-    ///   Callbacks run one after another in the order they were registered.
+    ///   Callbacks run one after another in the order they were registered. One registered
+    ///   while a cancel still runs earlier callbacks waits its turn and runs after them, on the
+    ///   cancelling thread, before `cancel` returns; once the cancel is over, a registration
+    ///   runs inline. A parent's callbacks run before its children are cancelled.
     /// - Dropping the returned [`CallbackGuard`] deregisters the callback. If the callback is
     ///   running on another thread at that moment, the drop waits until it has returned, so the
     ///   callback may borrow state its owner frees right after dropping the guard. Dropping the
-    ///   guard inside its own callback returns at once.
+    ///   guard inside its own callback returns at once. Waiters are woken before callbacks run:
+    ///   code woken by the cancel (in [`wait`](Self::wait), a poll of `is_cancelled`) that drops
+    ///   the guard at once may deregister the callback before its turn, and then it never runs.
+    ///   For an action that must run if the cancel came, see [`arm`](Self::arm) and its
+    ///   [`fired`](crate::Armed::fired).
+    /// - On a token that can never be cancelled ([`never`](Self::never), a finished job's
+    ///   sealed token) the callback is dropped at once, unrun.
     /// - A panic in a callback is caught where the callback runs. The panic hook reports it as
     ///   usual (by default a message on stderr); the payload is dropped; the other callbacks
     ///   still run; the token stays cancelled with its reason and keeps working; and

@@ -160,8 +160,8 @@ impl CancelToken {
     ///   guard inside its own callback returns at once. Waiters are woken before callbacks run:
     ///   code woken by the cancel (in [`wait`](Self::wait), a poll of `is_cancelled`) that drops
     ///   the guard at once may deregister the callback before its turn, and then it never runs.
-    ///   For an action that must run if the cancel came, see [`arm`](Self::arm) and its
-    ///   [`fired`](crate::Armed::fired).
+    ///   [`arm`](Self::arm) wraps this pattern for a resource and says (with
+    ///   [`Armed::fired`](crate::Armed::fired)) whether its action ran.
     /// - On a token that can never be cancelled ([`never`](Self::never), a finished job's
     ///   sealed token) the callback is dropped at once, unrun.
     /// - A panic in a callback is caught where the callback runs. The panic hook reports it as

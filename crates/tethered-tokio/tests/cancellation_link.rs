@@ -163,29 +163,29 @@ fn a_cancellation_token_stops_a_native_job_on_tokio() {
     });
 }
 
+/// A job runs on its own child token of the source it is tied to: dropping it cancels the
+/// job, and neither the source nor the tokio-util token linked to that source.
 #[test]
-fn a_native_job_cancelled_through_its_handle_cancels_a_linked_token() {
+fn dropping_a_job_tied_to_a_linked_source_leaves_the_source_and_its_token_alone() {
     bounded(|| {
         let runtime = runtime();
         let token = CancellationToken::new();
-        runtime.block_on({
-            let token = token.clone();
-            async move {
-                let source = CancelSource::new();
-                let _link = link(&source, &token);
-                let job = AbortableNative::builder()
-                    .child_of(&source.token())
-                    .spawn_on(&TokioSpawner::current(), |t| {
-                        t.wait_timeout(Duration::from_secs(10))
-                    })
-                    .expect("spawn on a running runtime");
-                drop(job); // the awaiting side gives up
-            }
+        let source = CancelSource::new();
+        let _link = link(&source, &token);
+        let job_token = runtime.block_on(async {
+            let job = AbortableNative::builder()
+                .child_of(&source.token())
+                .spawn_on(&TokioSpawner::current(), |t| {
+                    t.wait_timeout(Duration::from_secs(10))
+                })
+                .expect("spawn on a running runtime");
+            let job_token = job.token();
+            drop(job); // the awaiting side gives up
+            job_token
         });
-        assert!(
-            token.is_cancelled(),
-            "the job's cancel reached the tokio-util token"
-        );
+        assert!(job_token.is_cancelled(), "the job heard its drop");
+        assert!(!source.is_cancelled(), "the caller's source is the caller's");
+        assert!(!token.is_cancelled(), "and so is the token linked to it");
     });
 }
 

@@ -499,19 +499,12 @@ where
     }
 
     fn drop_unrun(&self) {
-        let mut rejected = false;
-        let Some(f) = self.take_closure(|state| {
-            state.rejected = !state.accepted;
-            rejected = state.rejected;
-        }) else {
+        let Some(f) = self.take_closure(|state| state.rejected = !state.accepted) else {
             return;
         };
-        // A pool that drops an accepted job shuts down: whoever holds the job's token hears it.
-        // A refused spawn is reported to the caller as an error instead, and must not cancel a
-        // source the caller passed in and still uses.
-        if !rejected {
-            self.source.cancel(CancelReason::Shutdown);
-        }
+        // A pool that drops the job shuts down (or refused it): whoever holds the job's token
+        // hears it. The token is the job's own, so a caller's token is never touched.
+        self.source.cancel(CancelReason::Shutdown);
         drop_contained(f);
         self.finish(Err(NativeError::Cancelled(CancelReason::Shutdown)));
     }

@@ -160,9 +160,10 @@ impl<T: Send + 'static> AbortableNative<T> {
         let (job, task) = Self::prepare(None, JobOptions::default(), None, f);
         let refused = submit(spawner, task).is_err();
         if refused || job.accept().is_err() {
-            // The spawner dropped the task: the job finished unrun, with `Shutdown`. The
-            // source is the job's own, so its token says so too.
+            // The spawner refused: the job finishes unrun (at once, even if the spawner kept
+            // the runnable), its own token cancelled with `Shutdown`.
             job.source().cancel(CancelReason::Shutdown);
+            job.finish_if_queued();
             job.accept_refused();
         }
         Self::handle(job)

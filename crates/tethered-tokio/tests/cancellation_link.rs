@@ -184,7 +184,10 @@ fn dropping_a_job_tied_to_a_linked_source_leaves_the_source_and_its_token_alone(
             job_token
         });
         assert!(job_token.is_cancelled(), "the job heard its drop");
-        assert!(!source.is_cancelled(), "the caller's source is the caller's");
+        assert!(
+            !source.is_cancelled(),
+            "the caller's source is the caller's"
+        );
         assert!(!token.is_cancelled(), "and so is the token linked to it");
     });
 }

@@ -30,24 +30,8 @@ mod unblock_child_wait;
 
 use unblock_channel_recv::{Consumed, Event};
 
-/// How long an unblocked job may take to return: far more than it needs (well under 1 ms here).
-const STOPS_WITHIN: Duration = Duration::from_secs(2);
-/// How long to wait for something that should happen.
-const PATIENCE: Duration = Duration::from_secs(5);
-/// How long the caller waits before giving up.
-const GIVE_UP_AFTER: Duration = Duration::from_millis(100);
-
-/// Waits until `flag` is set; whether it was within [`PATIENCE`].
-fn wait_for(flag: &AtomicBool) -> bool {
-    let deadline = Instant::now() + PATIENCE;
-    while !flag.load(Ordering::SeqCst) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
-}
+mod stopping;
+use stopping::{GIVE_UP_AFTER, STOPS_WITHIN, wait_for};
 
 /// Gives up on `naive` after [`GIVE_UP_AFTER`], and asserts that its closure is still blocked
 /// 300 ms later (it sets `returned` when it returns).

@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tethered::{CancelReason, CancelSource};
 
@@ -21,24 +21,8 @@ mod sqlite_interrupt;
 #[path = "../examples/lua_sandbox.rs"]
 mod lua_sandbox;
 
-/// How long a stopped engine may take to return: far more than it needs (well under 1 ms here).
-const STOPS_WITHIN: Duration = Duration::from_secs(2);
-/// How long to wait for something that should happen.
-const PATIENCE: Duration = Duration::from_secs(5);
-/// How long the caller waits before giving up.
-const GIVE_UP_AFTER: Duration = Duration::from_millis(100);
-
-/// Waits until `flag` is set; whether it was within [`PATIENCE`].
-fn wait_for(flag: &AtomicBool) -> bool {
-    let deadline = Instant::now() + PATIENCE;
-    while !flag.load(Ordering::SeqCst) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
-}
+mod stopping;
+use stopping::{GIVE_UP_AFTER, STOPS_WITHIN, wait_for};
 
 /// A query that would run for hours.
 fn endless_query() -> String {

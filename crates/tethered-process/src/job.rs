@@ -126,14 +126,22 @@ impl ProcessJob {
     /// child has been reaped.
     ///
     /// ```
-    /// use std::process::Command;
+    /// use std::io::BufRead;
+    /// use std::process::{Command, Stdio};
     /// use tethered_process::Process;
     ///
     /// let mut command = Command::new("sh");
-    /// command.args(["-c", "trap '' TERM; while :; do sleep 1; done"]); // ignores SIGTERM
-    /// let job = Process::new(command).grace(std::time::Duration::from_millis(100)).spawn()?;
+    /// // Ignores SIGTERM, and says so once its trap is set.
+    /// command.args(["-c", "trap '' TERM; echo ready; while :; do sleep 1; done"]);
+    /// command.stdout(Stdio::piped());
+    /// let mut job = Process::new(command)
+    ///     .grace(std::time::Duration::from_millis(100))
+    ///     .capture_stdout(false) // this example reads it
+    ///     .spawn()?;
+    /// let mut ready = String::new();
+    /// std::io::BufReader::new(job.take_stdout().unwrap()).read_line(&mut ready)?;
     /// let output = futures_executor::block_on(job.cancel_and_join())?;
-    /// assert!(output.ended.is_killed());
+    /// assert!(output.ended.is_killed()); // SIGTERM ignored, SIGKILL after the grace
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cancel_and_join(self) -> CancelAndJoin {

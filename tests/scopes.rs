@@ -319,14 +319,23 @@ fn tokio_shutdown_of_500_running_jobs_and_a_stuck_one() {
             .detach();
     }
     let (release_tx, release) = mpsc::channel::<()>();
+    let (stuck_started_tx, stuck_started) = mpsc::channel::<()>();
     Builder::new()
         .name("stuck-sandbox-7")
-        .spawn_in(&scope, move |_token| release.recv().unwrap())
+        .spawn_in(&scope, move |_token| {
+            stuck_started_tx.send(()).unwrap();
+            release.recv().unwrap()
+        })
         .unwrap()
         .detach();
     wait_until("all 500 pollers are running", || {
         running.load(Ordering::SeqCst) == 500
     });
+    // Running, not still queued in the pool (a queued job would be skipped by the shutdown,
+    // and no straggler).
+    stuck_started
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the stuck job starts");
 
     let shutdown_began = Instant::now();
     let report = rt.block_on(scope.shutdown(Duration::from_secs(2)));

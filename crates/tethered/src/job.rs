@@ -26,9 +26,10 @@
 //! 4. No user code (the closure, its drop, a waker's wake or drop, a spawner, a scope's next
 //!    job) runs while
 //!    `state` is locked, and the job's lock is never held while another lock is taken.
-//! 5. Counters: `queued` from creation until the job leaves `Queued`; `running` from right
-//!    before the closure is called until right after it returned, before `Finished` is
-//!    published; `detached` from the moment `detached` is set on an unfinished job until it
+//! 5. Counters: `queued` from creation until the closure was started (after `running` went
+//!    up) or dropped unrun (after its drop returned, so whatever that drop spawned is counted
+//!    first: the counts never read 0 while work is handed on); `running` from right before
+//!    the closure is called until right after it returned, before `Finished` is published; `detached` from the moment `detached` is set on an unfinished job until it
 //!    finishes.
 //! 6. A thread blocks on `changed` only in `join_blocking`, counted in `sleepers` from the
 //!    critical section in which it found the job unfinished until it holds the lock again.
@@ -347,7 +348,9 @@ where
             Stage::Queued(f) => {
                 on_take(&mut state);
                 drop(state);
-                self.count(Event::Dequeued);
+                // Still counted as queued: the caller counts it dequeued once the closure was
+                // started or dropped (invariant 5), so work that a closure's drop hands on (a
+                // clean-up job it spawns) is counted before this job stops being counted.
                 Some(f)
             }
             // A runner runs once (`Runnable::run` takes `self`), so this is unreachable;
@@ -474,10 +477,12 @@ where
         if let Some(reason) = token.reason() {
             self.span.skipped(&reason);
             drop_contained(f);
+            self.count(Event::Dequeued);
             self.finish(Err(NativeError::Cancelled(reason)));
             return;
         }
         self.count(Event::Started);
+        self.count(Event::Dequeued);
         let outcome = self
             .span
             .in_scope(|| catch_unwind(AssertUnwindSafe(|| f(token))));
@@ -506,6 +511,7 @@ where
         // hears it. The token is the job's own, so a caller's token is never touched.
         self.source.cancel(CancelReason::Shutdown);
         drop_contained(f);
+        self.count(Event::Dequeued);
         self.finish(Err(NativeError::Cancelled(CancelReason::Shutdown)));
     }
 
@@ -550,6 +556,7 @@ where
             .unwrap_or(CancelReason::Requested);
         self.span.skipped(&reason);
         drop_contained(f);
+        self.count(Event::Dequeued);
         self.finish(Err(NativeError::Cancelled(reason)));
     }
 

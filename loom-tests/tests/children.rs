@@ -51,3 +51,22 @@ fn child_drop_during_parent_cancel_unlinks() {
         assert_eq!(parent.token().registrations(), 0);
     });
 }
+
+/// One child's last handle goes (its unlink moves the other child into its slot) while the
+/// other cancels itself and leaves: the slot the leaving child reads is the one the parent's
+/// list holds it at, so the parent ends with no link (a stale slot would leave one behind).
+#[test]
+fn sibling_unlink_vs_sibling_cancel() {
+    model("sibling_unlink_vs_sibling_cancel", || {
+        let parent = CancelSource::new();
+        let first = parent.child();
+        let second = parent.child();
+        let dropper = thread::spawn(move || drop(first));
+        let leaver = thread::spawn(move || {
+            second.cancel(CancelReason::Requested);
+        });
+        dropper.join().unwrap();
+        leaver.join().unwrap();
+        assert_eq!(parent.token().registrations(), 0);
+    });
+}

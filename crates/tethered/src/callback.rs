@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-use crate::state::{Key, TokenState};
-use crate::sync::Arc;
+use crate::state::{Key, TokenRef};
 
 /// Keeps a callback registered with [`CancelToken::on_cancel`](crate::CancelToken::on_cancel);
 /// dropping it deregisters the callback.
@@ -32,11 +31,11 @@ use crate::sync::Arc;
 /// ```
 #[must_use = "dropping the guard deregisters the callback at once; use `detach` to keep it"]
 pub struct CallbackGuard {
-    registration: Option<(Arc<TokenState>, Key)>,
+    registration: Option<(TokenRef, Key)>,
 }
 
 impl CallbackGuard {
-    pub(crate) fn registered(state: Arc<TokenState>, key: Key) -> Self {
+    pub(crate) fn registered(state: TokenRef, key: Key) -> Self {
         CallbackGuard {
             registration: Some((state, key)),
         }

@@ -3,8 +3,7 @@
 use std::fmt;
 
 use crate::reason::CancelReason;
-use crate::state::TokenState;
-use crate::sync::Arc;
+use crate::state::{TokenRef, TokenState};
 use crate::token::CancelToken;
 
 /// The owner side of a cancellation: hands out [`CancelToken`]s and cancels them.
@@ -22,14 +21,14 @@ use crate::token::CancelToken;
 /// ```
 #[derive(Clone)]
 pub struct CancelSource {
-    pub(crate) state: Arc<TokenState>,
+    pub(crate) state: TokenRef,
 }
 
 impl CancelSource {
     /// A new source, not cancelled.
     pub fn new() -> Self {
         CancelSource {
-            state: Arc::new(TokenState::new()),
+            state: TokenState::new(),
         }
     }
 
@@ -93,7 +92,7 @@ impl CancelSource {
         let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
             return Ok(());
         };
-        let state = Arc::downgrade(&self.state);
+        let state = self.state.downgrade();
         let entry = crate::timer::schedule(
             deadline,
             Box::new(move || {

@@ -35,17 +35,22 @@
 //!    the critical section in which it found its condition false. Whoever makes such a
 //!    condition true notifies only if `sleepers` is not zero, so a cancel nobody waits for
 //!    makes no futex system call.
-//! 7. Tree: a child holds a strong `Arc` of its parent (`parent`) and its slot in the parent's
-//!    `children` (a `Weak`, so a parent never keeps a child alive). A child's slot is removed
-//!    by the child's `Drop` (before it lets go of its parent) unless the parent has taken its
-//!    children out to cancel them. Cancel walks the tree with an explicit stack and drop
-//!    releases a chain of parents with a loop, so neither recurses, however deep the tree.
+//! 7. Tree (see `tree.rs`): an active child holds a strong `Arc` of its parent (`parent`) and
+//!    its slot in the parent's `children` (a `Weak`, so a parent never keeps a child alive). A
+//!    token cuts both links when it leaves `ACTIVE`, and is spliced out of the tree when its
+//!    last [`TokenRef`] goes. Cancel walks the tree with an explicit stack and drop releases a
+//!    chain of parents with a loop, so neither recurses, however deep the tree.
 //!
 //! # Lock order
 //!
-//! A parent's lock before a child's: `link_child` and `unlink_child` lock the parent and then
-//! (for the child whose slot moved) that child. No path takes a parent's lock while holding a
-//! child's: a cancel releases a node's lock before it visits the node's children.
+//! An ancestor's lock before a descendant's (see `tree.rs`). No path takes a parent's lock
+//! while holding a child's: a cancel releases a node's lock before it visits the node's
+//! children.
+
+mod token_ref;
+mod tree;
+
+pub(crate) use token_ref::TokenRef;
 
 use std::collections::BTreeMap;
 use std::task::Waker;
@@ -54,7 +59,9 @@ use std::time::{Duration, Instant};
 use crate::contain::{drop_contained, run_contained};
 use crate::reason::CancelReason;
 use crate::stats;
-use crate::sync::{self, Arc, AtomicU8, Condvar, Mutex, MutexGuard, Ordering, Weak, thread};
+use crate::sync::{
+    self, Arc, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, Weak, thread,
+};
 
 /// `flag`: neither cancelled nor sealed yet.
 const ACTIVE: u8 = 0;
@@ -73,11 +80,12 @@ pub(crate) struct TokenState {
     /// [`ACTIVE`], [`CANCELLED`] or [`SEALED`]: the one word `is_cancelled` loads.
     flag: AtomicU8,
     shared: Mutex<Shared>,
+    /// Live [`TokenRef`]s: when the last goes, the token is spliced out of the tree
+    /// (invariant 7).
+    handles: AtomicUsize,
     /// Signalled when the token is cancelled and whenever a callback finishes running, if
     /// anyone sleeps on it (invariant 6).
     changed: Condvar,
-    /// The parent this child token was made from (invariant 7); taken by `Drop`.
-    parent: Option<Arc<TokenState>>,
 }
 
 struct Shared {
@@ -85,6 +93,8 @@ struct Shared {
     /// Callbacks and wakers; allocated on the first registration, so that an idle token (a
     /// child nobody registers on, a plain job's token) stays small.
     regs: Option<Box<Registrations>>,
+    /// The parent while this token is an active child (invariant 7).
+    parent: Option<Arc<TokenState>>,
     /// Live children, each at the index its own `slot` names (invariant 7).
     children: Vec<Weak<TokenState>>,
     /// This token's index in its parent's `children`; `None` once the parent took it out (or,
@@ -150,52 +160,31 @@ pub(crate) enum Registered {
 }
 
 impl TokenState {
-    pub(crate) fn new() -> Self {
-        Self::with_flag(ACTIVE, None)
+    /// A new root token, not cancelled.
+    pub(crate) fn new() -> TokenRef {
+        TokenRef::new(Self::with_flag(ACTIVE))
     }
 
     /// A token that can never be cancelled.
-    pub(crate) fn sealed() -> Self {
-        Self::with_flag(SEALED, None)
+    pub(crate) fn sealed() -> TokenRef {
+        TokenRef::new(Self::with_flag(SEALED))
     }
 
-    fn with_flag(flag: u8, parent: Option<Arc<TokenState>>) -> Self {
+    /// A token with one handle (the [`TokenRef`] about to be made) and no links.
+    fn with_flag(flag: u8) -> Self {
         TokenState {
             flag: AtomicU8::new(flag),
             shared: Mutex::new(Shared {
                 reason: None,
                 regs: None,
+                parent: None,
                 children: Vec::new(),
                 slot: None,
                 sleepers: 0,
             }),
+            handles: AtomicUsize::new(1),
             changed: Condvar::new(),
-            parent,
         }
-    }
-
-    /// A new child of `parent`: cancelled when `parent` is (at once, if it is already), never
-    /// by a sealed parent.
-    pub(crate) fn child_of(parent: &Arc<TokenState>) -> Arc<TokenState> {
-        let child = Arc::new(Self::with_flag(ACTIVE, Some(parent.clone())));
-        let cancelled = {
-            let mut shared = sync::lock(&parent.shared);
-            match shared.reason.clone() {
-                Some(reason) => Some(reason),
-                None if parent.flag_under_lock() == SEALED => None,
-                None => {
-                    let index = shared.children.len();
-                    shared.children.push(Arc::downgrade(&child));
-                    // Parent before child (lock order); nobody else can see the child yet.
-                    sync::lock(&child.shared).slot = u32::try_from(index).ok();
-                    None
-                }
-            }
-        };
-        if let Some(reason) = cancelled {
-            child.cancel(reason);
-        }
-        child
     }
 
     /// The flag, read by a holder of `shared`.
@@ -250,7 +239,7 @@ impl TokenState {
     /// (a cancel of this token itself, not from its parent), it also leaves its parent's
     /// children: a cancelled token needs no parent's cancel.
     fn cancel_node(&self, reason: &CancelReason, unlink: bool) -> Option<Vec<Weak<TokenState>>> {
-        let (wakers, sleepers, has_callbacks, children, slot) = {
+        let (wakers, sleepers, has_callbacks, children, parent) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return None;
@@ -267,12 +256,21 @@ impl TokenState {
                 None => (BTreeMap::new(), false),
             };
             let children = std::mem::take(&mut shared.children);
-            let slot = if unlink { shared.slot.take() } else { None };
-            (wakers, shared.sleepers, has_callbacks, children, slot)
+            // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
+            // was taken out of the parent's list already, so nobody else touches its links.
+            let parent = if unlink {
+                None
+            } else {
+                shared.slot = None;
+                shared.parent.take()
+            };
+            (wakers, shared.sleepers, has_callbacks, children, parent)
         };
-        if let (Some(parent), Some(index)) = (&self.parent, slot) {
-            parent.unlink_child(index, self);
+        if unlink {
+            self.leave_parent();
         }
+        // Possibly the parent's last `Arc`: its `Drop` runs here, with no lock held.
+        drop(parent);
         if sleepers > 0 {
             self.changed.notify_all();
         }
@@ -290,7 +288,7 @@ impl TokenState {
     /// first (then the cancel stands). Callbacks and wakers still registered are dropped: they
     /// can never run.
     pub(crate) fn seal(&self) -> bool {
-        let (callbacks, wakers, children, slot) = {
+        let (callbacks, wakers, children) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return self.flag_under_lock() == SEALED;
@@ -300,21 +298,16 @@ impl TokenState {
             // keeps every store of the flag a publishing one, at no cost on the cancel path.
             self.flag.store(SEALED, Ordering::Release);
             let (callbacks, wakers) = shared.take_all();
-            (
-                callbacks,
-                wakers,
-                std::mem::take(&mut shared.children),
-                shared.slot.take(),
-            )
+            (callbacks, wakers, std::mem::take(&mut shared.children))
         };
         // A sealed token needs no parent's cancel: it leaves the parent's children now, so a
         // long-lived parent does not hold finished jobs until their last handle goes.
-        if let (Some(parent), Some(index)) = (&self.parent, slot) {
-            parent.unlink_child(index, self);
-        }
-        // The children stay children of a token that is never cancelled; they no longer need a
-        // slot here, and their own drops find it gone.
-        drop(children);
+        self.leave_parent();
+        // Its children can never be cancelled by it: they become roots, and no longer keep it
+        // alive.
+        let mut released = Vec::new();
+        self.detach(children, &mut released);
+        drop(released);
         drop_each(callbacks.into_values(), wakers.into_values());
         true
     }
@@ -495,65 +488,6 @@ impl TokenState {
             .as_ref()
             .map_or((0, 0), |regs| (regs.callbacks.len(), regs.wakers.len()));
         callbacks + wakers + shared.children.len()
-    }
-
-    /// Removes the child at `addr` from its slot `index` of this token's children, if the slot
-    /// still holds it, moving the last child into the gap and telling it its new slot.
-    fn unlink_child(&self, index: u32, addr: *const TokenState) {
-        let index = index as usize;
-        let mut shared = sync::lock(&self.shared);
-        let holds_it = shared
-            .children
-            .get(index)
-            .is_some_and(|slot| std::ptr::eq(slot.as_ptr(), addr));
-        if !holds_it {
-            // Taken out by a cancel or a seal already.
-            return;
-        }
-        let removed = shared.children.swap_remove(index);
-        let moved = shared.children.get(index).and_then(Weak::upgrade);
-        if let Some(moved) = &moved {
-            // Parent before child (lock order).
-            sync::lock(&moved.shared).slot = u32::try_from(index).ok();
-        }
-        drop(shared);
-        drop(removed);
-        // `moved` may have been the last handle to that child (dropped meanwhile): it is
-        // dropped here, with no lock held, and unlinks itself (finding its slot gone).
-        drop(moved);
-    }
-}
-
-impl Drop for TokenState {
-    /// Unlinks this token from its parent and lets go of the parent; if that was the parent's
-    /// last handle, the parent is released the same way, in a loop rather than by recursion
-    /// (invariant 7), so a chain of any length drops on any stack.
-    fn drop(&mut self) {
-        let (callbacks, wakers, mut slot) = {
-            let mut shared = sync::lock(&self.shared);
-            let (callbacks, wakers) = shared.take_all();
-            (callbacks, wakers, shared.slot.take())
-        };
-        // Callbacks of detached guards: their captured values are user code (invariant 5).
-        drop_each(callbacks.into_values(), wakers.into_values());
-        let mut addr: *const TokenState = self;
-        let mut parent = self.parent.take();
-        while let Some(node) = parent {
-            if let Some(index) = slot {
-                node.unlink_child(index, addr);
-            }
-            addr = Arc::as_ptr(&node);
-            match Arc::into_inner(node) {
-                // That was the last handle: release its parent in this loop, then drop it
-                // (its `Drop` finds no parent left and returns at once).
-                Some(mut state) => {
-                    slot = sync::lock(&state.shared).slot.take();
-                    parent = state.parent.take();
-                    drop(state);
-                }
-                None => parent = None,
-            }
-        }
     }
 }
 

@@ -23,7 +23,7 @@ pub(crate) use std::sync::{Arc, Weak};
 pub(crate) use std::{
     sync::{
         Condvar, Mutex, MutexGuard,
-        atomic::{AtomicU8, Ordering},
+        atomic::{AtomicU8, AtomicUsize, Ordering, fence},
     },
     thread,
 };
@@ -32,7 +32,7 @@ pub(crate) use std::{
 pub(crate) use loom::{
     sync::{
         Condvar, Mutex, MutexGuard,
-        atomic::{AtomicU8, Ordering},
+        atomic::{AtomicU8, AtomicUsize, Ordering, fence},
     },
     thread,
 };

@@ -6,8 +6,7 @@ use std::time::Duration;
 use crate::callback::CallbackGuard;
 use crate::reason::{CancelReason, Cancelled};
 use crate::source::CancelSource;
-use crate::state::{Registered, TokenState};
-use crate::sync::Arc;
+use crate::state::{Registered, TokenRef, TokenState};
 use crate::wait::WaitCancelled;
 
 /// The observer side of a cancellation: native code checks it, waits on it, or registers a
@@ -34,7 +33,7 @@ use crate::wait::WaitCancelled;
 /// ```
 #[derive(Clone)]
 pub struct CancelToken {
-    pub(crate) state: Arc<TokenState>,
+    pub(crate) state: TokenRef,
 }
 
 impl CancelToken {
@@ -211,16 +210,19 @@ impl CancelToken {
     /// ```
     pub fn never() -> CancelToken {
         CancelToken {
-            state: Arc::new(TokenState::sealed()),
+            state: TokenState::sealed(),
         }
     }
 
     /// A new [`CancelSource`] linked to this token: it is cancelled when this token is
     /// cancelled, with the same reason; cancelling it never touches this token.
     ///
-    /// The link lives as long as any handle to the child (its source or any of its tokens), so
-    /// a long-lived parent does not grow with dead children. If this token is already
-    /// cancelled, the child starts out cancelled.
+    /// The link lives as long as any handle to the child (its source, its tokens, a guard or
+    /// a pending [`cancelled`](Self::cancelled) future), so a long-lived parent does not grow
+    /// with dead children. A token in the middle of a tree whose handles all went is spliced
+    /// out: its children move up to its parent, so a long-lived leaf keeps no dead ancestor
+    /// alive (a token with a callback still registered stays, so that the callback still runs).
+    /// If this token is already cancelled, the child starts out cancelled.
     ///
     /// A cancel walks the tree with a loop, not by recursion, and so does the drop of a chain's
     /// last handle: a chain a million levels deep cancels and drops on a default thread stack.
@@ -253,7 +255,7 @@ impl CancelToken {
     /// assert!(!source.token().same_as(&tethered::CancelSource::new().token()));
     /// ```
     pub fn same_as(&self, other: &CancelToken) -> bool {
-        Arc::ptr_eq(&self.state, &other.state)
+        self.state.ptr_eq(&other.state)
     }
 
     /// How many registrations wait on this token right now: callbacks not yet run, linked

@@ -6,8 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::reason::CancelReason;
-use crate::state::{Key, TokenState};
-use crate::sync::Arc;
+use crate::state::{Key, TokenRef};
 
 /// Resolves to the [`CancelReason`] once its token is cancelled.
 ///
@@ -25,13 +24,13 @@ use crate::sync::Arc;
 /// ```
 #[must_use = "futures do nothing unless polled"]
 pub struct WaitCancelled {
-    state: Arc<TokenState>,
+    state: TokenRef,
     /// Our waker's key in the token, once registered.
     key: Option<Key>,
 }
 
 impl WaitCancelled {
-    pub(crate) fn new(state: Arc<TokenState>) -> Self {
+    pub(crate) fn new(state: TokenRef) -> Self {
         WaitCancelled { state, key: None }
     }
 }

@@ -1,5 +1,6 @@
 //! The token tree is stack-safe: cancel and drop walk it with loops, so a chain of a million
 //! levels cancels and drops on a default 2 MiB thread, and the links clean up after themselves.
+//! A level whose handles all went is spliced out, and the cancel still reaches what was below.
 
 use std::thread;
 
@@ -17,30 +18,67 @@ fn on_default_stack(f: impl FnOnce() + Send + 'static) {
         .expect("the thread did not overflow its stack");
 }
 
-fn chain(root: &CancelSource) -> CancelToken {
-    let mut leaf = root.token();
+/// A chain of `LEVELS` children below `root`, each level held (so none is spliced out).
+fn chain(root: &CancelSource) -> Vec<CancelSource> {
+    let mut levels = Vec::with_capacity(LEVELS);
+    let mut leaf = root.clone();
     for _ in 0..LEVELS {
-        leaf = leaf.child().token();
+        leaf = leaf.child();
+        levels.push(leaf.clone());
     }
-    leaf
+    levels
 }
 
 #[test]
 fn a_million_level_chain_cancels_on_a_default_stack() {
     on_default_stack(|| {
         let root = CancelSource::new();
-        let leaf = chain(&root);
+        let levels = chain(&root);
         assert!(root.cancel(CancelReason::Shutdown));
-        assert_eq!(leaf.reason(), Some(CancelReason::Shutdown));
-        drop(leaf);
+        assert_eq!(
+            levels[LEVELS - 1].token().reason(),
+            Some(CancelReason::Shutdown)
+        );
+        drop(levels);
     });
 }
 
 #[test]
-fn a_million_level_chain_drops_on_a_default_stack_without_a_cancel() {
+fn a_million_level_chain_comes_apart_from_either_end_without_a_cancel() {
     on_default_stack(|| {
         let root = CancelSource::new();
-        let leaf = chain(&root);
+        let levels = chain(&root);
+        let leaf = levels[LEVELS - 1].token();
+        drop(levels); // root side first: each level is spliced out as its handle goes
+        assert_eq!(
+            root.token().registrations(),
+            1,
+            "the leaf hangs off the root"
+        );
+        root.cancel(CancelReason::Timeout);
+        assert_eq!(leaf.reason(), Some(CancelReason::Timeout));
+
+        let root = CancelSource::new();
+        let mut levels = chain(&root);
+        while let Some(level) = levels.pop() {
+            drop(level); // leaf side first
+        }
+        assert_eq!(root.token().registrations(), 0, "the chain unlinked itself");
+    });
+}
+
+/// A level with a callback registered is not spliced out when its handles go (a cancel from
+/// above must still run it), so such a chain is held together by its leaf alone; dropping the
+/// leaf releases every level in a loop.
+#[test]
+fn a_million_level_chain_held_by_its_leaf_drops_on_a_default_stack() {
+    on_default_stack(|| {
+        let root = CancelSource::new();
+        let mut leaf = root.token();
+        for _ in 0..LEVELS {
+            leaf = leaf.child().token();
+            leaf.on_cancel(|_| {}).detach();
+        }
         assert_eq!(
             root.token().registrations(),
             1,
@@ -49,6 +87,65 @@ fn a_million_level_chain_drops_on_a_default_stack_without_a_cancel() {
         drop(leaf); // the last handle of every level below the root
         assert_eq!(root.token().registrations(), 0, "the chain unlinked itself");
     });
+}
+
+/// Threads make and drop children, grandchildren and levels in between while others cancel
+/// subtrees; then the root's cancel must reach every token still held, and the root must end
+/// with no link left.
+#[test]
+fn splicing_under_concurrent_churn_loses_no_child() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 2_000;
+    let root = CancelSource::new();
+    let kept: Vec<Vec<CancelToken>> = thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let root = &root;
+                s.spawn(move || {
+                    let mut kept = Vec::new();
+                    let mut middle = root.child();
+                    for round in 0..ROUNDS {
+                        let grandchild = middle.child();
+                        let great = grandchild.child();
+                        match (round + t) % 4 {
+                            // The middle level goes: its children move up to the root.
+                            0 => middle = root.child(),
+                            // A subtree is cancelled by its own source.
+                            1 => {
+                                grandchild.cancel(CancelReason::Requested);
+                            }
+                            // The grandchild goes first, its child stays.
+                            2 => drop(grandchild),
+                            _ => {}
+                        }
+                        if round % 7 == 0 {
+                            kept.push(great.token());
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    root.cancel(CancelReason::Shutdown);
+    for token in kept.iter().flatten() {
+        let reason = token.reason();
+        assert!(
+            matches!(
+                reason,
+                Some(CancelReason::Shutdown) | Some(CancelReason::Requested)
+            ),
+            "a kept token was not cancelled: {reason:?}"
+        );
+    }
+    assert!(
+        kept.iter()
+            .flatten()
+            .any(|t| t.reason() == Some(CancelReason::Shutdown))
+    );
+    drop(kept);
+    assert_eq!(root.token().registrations(), 0);
 }
 
 #[test]

@@ -1,0 +1,386 @@
+//! The token tree: how a child is linked to its parent, how it leaves, and how a token whose
+//! last handle went is spliced out.
+//!
+//! # Links
+//!
+//! An active child holds a strong `Arc` of its parent (`Shared::parent`) and sits in its
+//! parent's `children` (a `Weak`, so a parent never keeps a child alive) at the index its own
+//! `slot` names. Both sides change only under both locks, or (for a child's own fields) under
+//! the child's lock while the parent's list no longer holds it, so a child's `parent` and
+//! `slot` always name the list it is in, if any.
+//!
+//! A token cuts its links when it leaves `ACTIVE`: a cancelled or sealed token needs no parent
+//! (its children are cancelled with it, or can never be), so neither side keeps the other.
+//!
+//! # Splicing
+//!
+//! When a token's last handle goes ([`TokenRef`]'s drop), nobody can cancel it, register on it
+//! or make a child of it any more, so it is taken out of the tree ([`TokenState::splice`]): its
+//! children move to its parent (a cancel from above still reaches them), or, for a root, become
+//! roots (a root nobody can cancel cancels none of them), and it leaves its parent's list. A
+//! long-lived leaf then keeps no dead ancestor alive. A token with a callback still registered
+//! (a detached guard, a `cancel_after` deadline) is not spliced: a cancel from above, or from
+//! its deadline, must still run it.
+//!
+//! # Lock order
+//!
+//! An ancestor's lock before a descendant's. Splicing keeps every ancestor an ancestor (a child
+//! only ever moves up, to its grandparent), so the order is the same before and after. Whoever
+//! reads a token's parent under the token's lock and then wants both locks releases the
+//! token's, locks the parent, locks the token again, and checks the parent is still the same.
+//! No path holds two siblings' locks at once.
+
+use super::{ACTIVE, CANCELLED, SEALED, Shared, TokenRef, TokenState};
+use crate::sync::{self, Arc, Ordering, Weak};
+
+/// Tokens let go of while locks were held, dropped once every lock is released: freeing a
+/// token runs user code (the drops of its callbacks) and takes locks (its own unlink).
+type Released = Vec<Arc<TokenState>>;
+
+/// What [`TokenState::splice_into`] found.
+enum Splice {
+    /// Spliced out, or nothing to do.
+    Done,
+    /// The token moved to another parent meanwhile: look again.
+    Moved,
+    /// The parent is sealed: the token left it and now splices as a root.
+    Root,
+}
+
+impl TokenState {
+    /// A new child of `parent`: cancelled when `parent` is (at once, if it is already), never
+    /// by a sealed parent.
+    pub(crate) fn child_of(parent: &TokenRef) -> TokenRef {
+        let child = TokenRef::new(TokenState::with_flag(ACTIVE));
+        let cancelled = {
+            let mut up = sync::lock(&parent.shared);
+            match up.reason.clone() {
+                Some(reason) => Some(reason),
+                None if parent.flag_under_lock() == SEALED => None,
+                None => {
+                    let index = up.children.len();
+                    up.children.push(child.downgrade());
+                    // Parent before child (lock order); nobody else can see the child yet.
+                    let mut me = sync::lock(&child.shared);
+                    me.parent = Some(parent.arc().clone());
+                    me.slot = u32::try_from(index).ok();
+                    None
+                }
+            }
+        };
+        if let Some(reason) = cancelled {
+            child.cancel(reason);
+        }
+        child
+    }
+
+    /// Removes the child at `addr` from its slot `index` of this token's children, if the slot
+    /// still holds it: for a child being freed, whose slot nobody changes any more.
+    fn unlink_child(&self, index: u32, addr: *const TokenState) {
+        let mut up = sync::lock(&self.shared);
+        let moved = self.remove_child(&mut up, index, addr);
+        drop(up);
+        // `moved` may have been the last handle to that child (dropped meanwhile): it is
+        // dropped here, with no lock held, and unlinks itself.
+        drop(moved);
+    }
+
+    /// Takes this live token out of its parent's children and lets go of the parent (a cancel
+    /// or a seal of this token itself). Both locks are held while the slot is read, so the slot
+    /// is the one the parent's list holds it at.
+    pub(super) fn leave_parent(&self) {
+        let mut released = Released::new();
+        loop {
+            let Some(parent) = sync::lock(&self.shared).parent.clone() else {
+                break;
+            };
+            let mut up = sync::lock(&parent.shared);
+            let mut me = sync::lock(&self.shared);
+            if !is_child_of(&me, Arc::as_ptr(&parent)) {
+                // Moved up by a splice meanwhile: leave the new parent.
+                continue;
+            }
+            let slot = me.slot.take();
+            released.extend(me.parent.take());
+            drop(me);
+            if let Some(index) = slot {
+                released.extend(parent.remove_child(&mut up, index, self));
+            }
+            break;
+        }
+        drop(released);
+    }
+
+    /// With this token's lock held (`up`): removes the child at `addr` from slot `index` if the
+    /// slot still holds it, moving the last child into the gap and telling it its new slot.
+    /// Returns that moved child, to be dropped once the lock is released.
+    ///
+    /// A child found dead in the gap (its last `Arc` gone, its `Drop` not yet past its unlink)
+    /// cannot be told its new slot, so it is removed too: its own unlink then finds it gone.
+    fn remove_child(
+        &self,
+        up: &mut Shared,
+        index: u32,
+        addr: *const TokenState,
+    ) -> Option<Arc<TokenState>> {
+        let index = index as usize;
+        let holds_it = up
+            .children
+            .get(index)
+            .is_some_and(|slot| std::ptr::eq(slot.as_ptr(), addr));
+        if !holds_it {
+            // Taken out by a cancel, a seal, a splice or a purge already.
+            return None;
+        }
+        up.children.swap_remove(index);
+        loop {
+            let moved = up.children.get(index)?;
+            let Some(moved) = moved.upgrade() else {
+                up.children.swap_remove(index);
+                continue;
+            };
+            {
+                // Parent before child (lock order).
+                let mut theirs = sync::lock(&moved.shared);
+                if is_child_of(&theirs, self) {
+                    theirs.slot = u32::try_from(index).ok();
+                }
+            }
+            return Some(moved);
+        }
+    }
+
+    /// The last handle went: takes this token out of the tree (see the module docs).
+    pub(super) fn splice(&self) {
+        // ORDERING: Acquire pairs with the Release store of the flag: a token that left ACTIVE
+        // cut its links in the critical section that stored it, so nothing is left to do. A
+        // stale ACTIVE is looked at again under the lock.
+        if self.flag.load(Ordering::Acquire) != ACTIVE {
+            return;
+        }
+        let mut released = Released::new();
+        loop {
+            let parent = sync::lock(&self.shared).parent.clone();
+            let found = match &parent {
+                Some(parent) => self.splice_into(parent, &mut released),
+                None => Splice::Root,
+            };
+            match found {
+                Splice::Done => break,
+                Splice::Moved => continue,
+                Splice::Root => {
+                    self.splice_root(&mut released);
+                    break;
+                }
+            }
+        }
+        drop(released);
+    }
+
+    /// Moves this token's children to `parent` and takes it out of `parent`'s children, if
+    /// `parent` is still its parent, both are active, and it has no callback left.
+    fn splice_into(&self, parent: &Arc<TokenState>, released: &mut Released) -> Splice {
+        let mut up = sync::lock(&parent.shared);
+        let mut me = sync::lock(&self.shared);
+        if !is_child_of(&me, Arc::as_ptr(parent)) {
+            return Splice::Moved;
+        }
+        if !self.spliceable(&me) {
+            return Splice::Done;
+        }
+        match parent.flag_under_lock() {
+            ACTIVE => {}
+            // The parent's cancel took its children out already and is walking to this one,
+            // which is cancelled (and its links cut) in its turn.
+            CANCELLED => return Splice::Done,
+            // The parent cuts its children loose (`seal`); this one leaves first.
+            _ => {
+                released.extend(me.parent.take());
+                me.slot = None;
+                return Splice::Root;
+            }
+        }
+        // This token's lock stays held until its children moved: a child splicing itself
+        // meanwhile must not move its own children into this token, now out of the tree.
+        let children = std::mem::take(&mut me.children);
+        let slot = me.slot.take();
+        released.extend(me.parent.take());
+        for weak in children {
+            let Some(child) = weak.upgrade() else {
+                continue;
+            };
+            {
+                // The grandparent, this token, then the child (lock order).
+                let mut theirs = sync::lock(&child.shared);
+                // A child that is leaving (cancelled or sealed, its links cut) stays out.
+                if is_child_of(&theirs, self) {
+                    theirs.slot = u32::try_from(up.children.len()).ok();
+                    released.extend(theirs.parent.replace(parent.clone()));
+                    up.children.push(weak);
+                }
+            }
+            released.push(child);
+        }
+        // Out of the tree: released before its parent's list is touched, so that no two
+        // siblings are ever locked together.
+        drop(me);
+        if let Some(index) = slot {
+            released.extend(parent.remove_child(&mut up, index, self));
+        }
+        Splice::Done
+    }
+
+    /// A root with no handle and no callback can never be cancelled: its children become
+    /// roots, and it is freed as soon as no child holds it.
+    fn splice_root(&self, released: &mut Released) {
+        let mut me = sync::lock(&self.shared);
+        if !self.spliceable(&me) {
+            return;
+        }
+        // Held while the children go, as in `splice_into`.
+        let children = std::mem::take(&mut me.children);
+        self.detach(children, released);
+    }
+
+    /// Cuts the children taken out of this token's list loose: each that still names this token
+    /// as its parent lets go of it and becomes a root.
+    pub(super) fn detach(&self, children: Vec<Weak<TokenState>>, released: &mut Released) {
+        for weak in children {
+            let Some(child) = weak.upgrade() else {
+                continue;
+            };
+            {
+                let mut theirs = sync::lock(&child.shared);
+                if is_child_of(&theirs, self) {
+                    released.extend(theirs.parent.take());
+                    theirs.slot = None;
+                }
+            }
+            released.push(child);
+        }
+    }
+
+    /// Whether this token, with its lock held, may be spliced out: still active, and no
+    /// callback waits for its cancel.
+    fn spliceable(&self, me: &Shared) -> bool {
+        self.flag_under_lock() == ACTIVE && me.regs.as_ref().is_none_or(|r| r.callbacks.is_empty())
+    }
+}
+
+/// Whether the token whose fields are `shared` has `parent` as its parent.
+fn is_child_of(shared: &Shared, parent: *const TokenState) -> bool {
+    shared
+        .parent
+        .as_ref()
+        .is_some_and(|p| std::ptr::eq(Arc::as_ptr(p), parent))
+}
+
+impl Drop for TokenState {
+    /// Unlinks this token from its parent and lets go of the parent; if that was the parent's
+    /// last `Arc`, the parent is released the same way, in a loop rather than by recursion, so
+    /// a chain of any length drops on any stack. (A chain whose tokens have handles is spliced
+    /// as its handles go; a chain is left to this loop when its tokens hold callbacks.)
+    fn drop(&mut self) {
+        let (callbacks, wakers, mut slot, mut parent) = {
+            let mut shared = sync::lock(&self.shared);
+            let (callbacks, wakers) = shared.take_all();
+            (callbacks, wakers, shared.slot.take(), shared.parent.take())
+        };
+        // Callbacks of detached guards: their captured values are user code.
+        super::drop_each(callbacks.into_values(), wakers.into_values());
+        let mut addr: *const TokenState = self;
+        while let Some(node) = parent {
+            if let Some(index) = slot {
+                node.unlink_child(index, addr);
+            }
+            addr = Arc::as_ptr(&node);
+            match Arc::into_inner(node) {
+                // That was the last `Arc`: release its parent in this loop, then drop it (its
+                // `Drop` finds no parent left and returns at once).
+                Some(state) => {
+                    let mut shared = sync::lock(&state.shared);
+                    slot = shared.slot.take();
+                    parent = shared.parent.take();
+                    drop(shared);
+                    drop(state);
+                }
+                None => parent = None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CancelReason, CancelSource};
+
+    /// A long-lived leaf keeps none of its dead ancestors: each level whose handles went was
+    /// spliced out and freed, and a cancel of the root still reaches the leaf.
+    #[test]
+    fn a_leaf_keeps_no_dead_ancestor_alive() {
+        let root = CancelSource::new();
+        let mut ancestors = Vec::new();
+        let mut leaf = root.child();
+        for _ in 0..100 {
+            ancestors.push(leaf.state.downgrade());
+            leaf = leaf.child();
+        }
+        assert!(
+            ancestors.iter().all(|weak| weak.upgrade().is_none()),
+            "every level between the root and the leaf was freed"
+        );
+        assert_eq!(
+            root.token().registrations(),
+            1,
+            "the leaf hangs off the root"
+        );
+        root.cancel(CancelReason::Shutdown);
+        assert_eq!(leaf.token().reason(), Some(CancelReason::Shutdown));
+    }
+
+    /// A level with a callback still registered stays: the root's cancel runs it.
+    #[test]
+    fn a_level_with_a_detached_callback_stays_and_runs_it() {
+        let root = CancelSource::new();
+        let middle = root.child();
+        let weak = middle.state.downgrade();
+        let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = ran.clone();
+        middle
+            .token()
+            .on_cancel(move |_| seen.store(true, std::sync::atomic::Ordering::SeqCst))
+            .detach();
+        let leaf = middle.child();
+        drop(middle);
+        assert!(weak.upgrade().is_some(), "kept for its callback");
+        root.cancel(CancelReason::Timeout);
+        assert!(ran.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(leaf.token().reason(), Some(CancelReason::Timeout));
+        drop(leaf);
+        assert!(weak.upgrade().is_none(), "freed once cancelled and unheld");
+    }
+
+    /// A root nobody holds can never be cancelled: its children let go of it.
+    #[test]
+    fn an_unheld_root_is_freed_while_its_children_live() {
+        let root = CancelSource::new();
+        let weak = root.state.downgrade();
+        let child = root.child();
+        drop(root);
+        assert!(weak.upgrade().is_none());
+        assert!(!child.is_cancelled());
+        assert!(child.cancel(CancelReason::Requested));
+    }
+
+    /// Children of a sealed token no longer keep it alive.
+    #[test]
+    fn a_sealed_token_lets_go_of_its_children() {
+        let sealed = CancelSource::new();
+        let weak = sealed.state.downgrade();
+        let child = sealed.child();
+        assert!(sealed.state.seal());
+        drop(sealed);
+        assert!(weak.upgrade().is_none());
+        assert!(!child.is_cancelled());
+    }
+}

@@ -76,27 +76,33 @@ pub(crate) type Callback = Box<dyn FnOnce(&CancelReason) + Send>;
 /// Identifies a registered callback or waker within one token.
 pub(crate) type Key = u64;
 
+/// `repr(C)`: the fields a cancel touches (the flag, the lock, the links, the reason) come
+/// first, next to the `Arc`'s counts, so that a cancel walking a wide tree touches as few cache
+/// lines per token as the layout allows.
+#[repr(C)]
 pub(crate) struct TokenState {
     /// [`ACTIVE`], [`CANCELLED`] or [`SEALED`]: the one word `is_cancelled` loads.
     flag: AtomicU8,
+    /// Signalled when the token is cancelled and whenever a callback finishes running, if
+    /// anyone sleeps on it (invariant 6). (A futex word on Linux: it fills the flag's padding.)
+    changed: Condvar,
     shared: Mutex<Shared>,
     /// Live [`TokenRef`]s: when the last goes, the token is spliced out of the tree
     /// (invariant 7).
     handles: AtomicUsize,
-    /// Signalled when the token is cancelled and whenever a callback finishes running, if
-    /// anyone sleeps on it (invariant 6).
-    changed: Condvar,
 }
 
+/// `repr(C)`, in the order a cancel touches the fields (see [`TokenState`]).
+#[repr(C)]
 struct Shared {
-    reason: Option<CancelReason>,
+    /// The parent while this token is an active child (invariant 7).
+    parent: Option<Arc<TokenState>>,
     /// Callbacks and wakers; allocated on the first registration, so that an idle token (a
     /// child nobody registers on, a plain job's token) stays small.
     regs: Option<Box<Registrations>>,
-    /// The parent while this token is an active child (invariant 7).
-    parent: Option<Arc<TokenState>>,
     /// Live children, each at the index its own `slot` names (invariant 7).
     children: Vec<Weak<TokenState>>,
+    reason: Option<CancelReason>,
     /// This token's index in its parent's `children`; `None` once the parent took it out (or,
     /// past 4 billion children of one parent, never known: such a child's slot is then only
     /// freed by the parent's cancel or drop).
@@ -258,12 +264,8 @@ impl TokenState {
             let children = std::mem::take(&mut shared.children);
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
             // was taken out of the parent's list already, so nobody else touches its links.
-            let parent = if unlink {
-                None
-            } else {
-                shared.slot = None;
-                shared.parent.take()
-            };
+            // (Its stale `slot` is never read again: a token without a parent unlinks nowhere.)
+            let parent = if unlink { None } else { shared.parent.take() };
             (wakers, shared.sleepers, has_callbacks, children, parent)
         };
         if unlink {

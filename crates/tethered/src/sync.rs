@@ -48,6 +48,13 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The data of a mutex nobody else can reach (`&mut`), ignoring poison (see [`lock`]).
+pub(crate) fn get_mut<T>(mutex: &mut Mutex<T>) -> &mut T {
+    mutex
+        .get_mut()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Waits on `condvar`, ignoring poison (see [`lock`]).
 pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
     condvar

@@ -160,7 +160,16 @@ impl TokenState {
         }
         let mut released = Released::new();
         loop {
-            let parent = sync::lock(&self.shared).parent.clone();
+            let parent = {
+                let me = sync::lock(&self.shared);
+                if me.children.is_empty() {
+                    // A leaf: nothing to move, and none can come (no handle is left to make a
+                    // child, and no child is left to move its own children in). It leaves its
+                    // parent's list in its `Drop`, when the `Arc` of this last handle goes.
+                    return;
+                }
+                me.parent.clone()
+            };
             let found = match &parent {
                 Some(parent) => self.splice_into(parent, &mut released),
                 None => Splice::Root,
@@ -282,7 +291,7 @@ impl Drop for TokenState {
     /// as its handles go; a chain is left to this loop when its tokens hold callbacks.)
     fn drop(&mut self) {
         let (callbacks, wakers, mut slot, mut parent) = {
-            let mut shared = sync::lock(&self.shared);
+            let shared = sync::get_mut(&mut self.shared);
             let (callbacks, wakers) = shared.take_all();
             (callbacks, wakers, shared.slot.take(), shared.parent.take())
         };
@@ -297,11 +306,10 @@ impl Drop for TokenState {
             match Arc::into_inner(node) {
                 // That was the last `Arc`: release its parent in this loop, then drop it (its
                 // `Drop` finds no parent left and returns at once).
-                Some(state) => {
-                    let mut shared = sync::lock(&state.shared);
+                Some(mut state) => {
+                    let shared = sync::get_mut(&mut state.shared);
                     slot = shared.slot.take();
                     parent = shared.parent.take();
-                    drop(shared);
                     drop(state);
                 }
                 None => parent = None,

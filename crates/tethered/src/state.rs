@@ -47,12 +47,14 @@
 //! while holding a child's: a cancel releases a node's lock before it visits the node's
 //! children.
 
+mod registry;
 mod token_ref;
 mod tree;
 
 pub(crate) use token_ref::TokenRef;
 
-use std::collections::BTreeMap;
+use registry::Registry;
+
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -115,9 +117,9 @@ struct Shared {
 struct Registrations {
     next_key: Key,
     /// Callbacks in registration order, run in that order.
-    callbacks: BTreeMap<Key, Callback>,
+    callbacks: Registry<Callback>,
     /// Wakers of pending `WaitCancelled` futures.
-    wakers: BTreeMap<Key, Waker>,
+    wakers: Registry<Waker>,
     /// The callback the cancelling thread is running right now, and that thread.
     running: Option<(Key, thread::ThreadId)>,
     /// The cancelling thread is still running this token's callbacks (invariant 4).
@@ -145,7 +147,7 @@ impl Shared {
     }
 
     /// Takes every callback and waker out (for a seal or the token's drop).
-    fn take_all(&mut self) -> (BTreeMap<Key, Callback>, BTreeMap<Key, Waker>) {
+    fn take_all(&mut self) -> (Registry<Callback>, Registry<Waker>) {
         match self.regs.as_mut() {
             Some(regs) => (
                 std::mem::take(&mut regs.callbacks),
@@ -259,7 +261,7 @@ impl TokenState {
                     regs.draining = !regs.callbacks.is_empty();
                     (std::mem::take(&mut regs.wakers), regs.draining)
                 }
-                None => (BTreeMap::new(), false),
+                None => (Registry::default(), false),
             };
             let children = std::mem::take(&mut shared.children);
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
@@ -370,7 +372,7 @@ impl TokenState {
         let flag = self.flag_under_lock();
         if flag == ACTIVE || shared.draining() {
             let key = shared.next_key();
-            shared.regs().callbacks.insert(key, callback);
+            shared.regs().callbacks.push(key, callback);
             return Registered::Pending(key);
         }
         let reason = shared.reason.clone();
@@ -391,7 +393,7 @@ impl TokenState {
     /// returns at once.
     pub(crate) fn deregister_callback(&self, key: Key) {
         let mut shared = sync::lock(&self.shared);
-        if let Some(callback) = shared.regs.as_mut().and_then(|r| r.callbacks.remove(&key)) {
+        if let Some(callback) = shared.regs.as_mut().and_then(|r| r.callbacks.remove(key)) {
             // Dropping the closure is user code (invariant 5).
             drop(shared);
             drop_contained(callback);
@@ -423,9 +425,13 @@ impl TokenState {
         }
         let key = *key.get_or_insert_with(|| shared.next_key());
         let wakers = &mut shared.regs().wakers;
-        let replaced = match wakers.get(&key) {
+        let replaced = match wakers.get_mut(key) {
             Some(stored) if stored.will_wake(waker) => None,
-            _ => wakers.insert(key, waker.clone()),
+            Some(stored) => Some(std::mem::replace(stored, waker.clone())),
+            None => {
+                wakers.push(key, waker.clone());
+                None
+            }
         };
         drop(shared);
         // A waker's drop is foreign code: never under our lock (invariant 5).
@@ -438,7 +444,7 @@ impl TokenState {
         let waker = sync::lock(&self.shared)
             .regs
             .as_mut()
-            .and_then(|regs| regs.wakers.remove(&key));
+            .and_then(|regs| regs.wakers.remove(key));
         drop_contained(waker);
     }
 
@@ -479,7 +485,7 @@ impl TokenState {
         sync::lock(&self.shared)
             .regs
             .as_ref()
-            .is_some_and(|regs| regs.callbacks.contains_key(&key))
+            .is_some_and(|regs| regs.callbacks.contains(key))
     }
 
     /// Callbacks not yet run, pending `WaitCancelled` wakers, and linked children.

@@ -293,16 +293,11 @@ impl<T> AbortableNative<T> {
     /// assert_eq!(job.join_blocking().unwrap(), CancelReason::custom("user pressed stop"));
     /// ```
     pub fn cancel(&self, reason: CancelReason) -> bool {
+        // A handle that was joined (or is being detached) cancels nothing.
         let Some(job) = &self.job else {
             return false;
         };
-        // One decision point: the token's lock. A job that finished has sealed its token, so
-        // this cancel is a no-op; one that has not is cancelled before it can seal.
-        if !self.token.state.cancel(reason) {
-            return false;
-        }
-        job.finish_if_queued();
-        true
+        cancel_job(&self.token, Some(&**job), reason)
     }
 
     /// A cheap, clonable handle that cancels this job from elsewhere (another task, a
@@ -488,13 +483,9 @@ impl AbortHandle {
     /// assert!(!abort.cancel(CancelReason::Requested)); // finished: nothing to cancel
     /// ```
     pub fn cancel(&self, reason: CancelReason) -> bool {
-        if !self.token.state.cancel(reason) {
-            return false;
-        }
-        if let Some(job) = self.job.as_ref().and_then(|job| job.upgrade()) {
-            job.finish_if_queued();
-        }
-        true
+        // A job nobody holds any more has finished: its sealed token makes this a no-op.
+        let job = self.job.as_ref().and_then(|job| job.upgrade());
+        cancel_job(&self.token, job.as_deref(), reason)
     }
 
     /// Cancels with [`CancelReason::Requested`]; see [`cancel`](Self::cancel).
@@ -514,6 +505,22 @@ impl AbortHandle {
     pub fn token(&self) -> CancelToken {
         self.token.clone()
     }
+}
+
+/// Cancels a job from outside (its handle, an abort handle, their drops): `true` only if this
+/// call cancelled it.
+///
+/// One decision point: the job's token's lock. A job that finished has sealed its token, so
+/// the cancel is a no-op; one that has not is cancelled before it can seal, and a job still
+/// waiting (queued in a pool or a scope) finishes now instead of when a thread reaches it.
+fn cancel_job(token: &CancelToken, job: Option<&dyn JobControl>, reason: CancelReason) -> bool {
+    if !token.state.cancel(reason) {
+        return false;
+    }
+    if let Some(job) = job {
+        job.finish_if_queued();
+    }
+    true
 }
 
 impl fmt::Debug for AbortHandle {

@@ -28,7 +28,7 @@ pub(crate) mod linux {
     use nix::sys::signal::Signal;
     use nix::sys::wait::{Id, WaitPidFlag, waitid};
     use nix::unistd::Pid;
-    use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+    use tethered::{AbortableNative, CancelToken, NativeError};
 
     /// How long the child may run.
     const DEADLINE: Duration = Duration::from_millis(200);
@@ -58,22 +58,21 @@ pub(crate) mod linux {
         child.wait() // at once: it has exited
     }
 
-    /// Awaits `job` for at most `limit`. Past it, cancels the job with `Timeout` and awaits the
-    /// closure's return, so the caller gets its own answer; the `Duration` is the time from
-    /// that cancel to the return. (`tethered_tokio::timeout(limit, job)` answers at the
-    /// deadline instead, and lets the closure return in its own time.)
+    /// Awaits `job` under a deadline of `limit`: the job's own `cancel_after` cancels it with
+    /// `Timeout` on the core's timer thread, and the await answers once the closure has returned,
+    /// so the caller gets its own answer; the `Duration` is the time from the deadline to that
+    /// return. (`tethered_tokio::timeout(limit, job)` answers at the deadline instead, and lets
+    /// the closure return in its own time.)
     async fn with_deadline<T>(
         limit: Duration,
-        mut job: AbortableNative<T>,
+        job: AbortableNative<T>,
     ) -> (Result<T, NativeError>, Option<Duration>) {
-        tokio::select! {
-            done = &mut job => (done, None),
-            () = tokio::time::sleep(limit) => {
-                let cancelled = Instant::now();
-                let done = job.cancel_and_join_with(CancelReason::Timeout).await;
-                (done, Some(cancelled.elapsed()))
-            }
-        }
+        let deadline = Instant::now() + limit;
+        job.cancel_after(limit)
+            .expect("the core's timer thread runs");
+        let token = job.token();
+        let done = job.await;
+        (done, token.is_cancelled().then(|| deadline.elapsed()))
     }
 
     #[tokio::main]

@@ -12,6 +12,7 @@ use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
+use crate::state::TokenState;
 use crate::token::CancelToken;
 
 /// The handle to a job running `FnOnce(CancelToken) -> T` on a native thread.
@@ -297,7 +298,7 @@ impl<T> AbortableNative<T> {
         let Some(job) = &self.job else {
             return false;
         };
-        cancel_job(&self.token, Some(&**job), reason)
+        cancel_job(&self.token.state, Some(&**job), reason)
     }
 
     /// A cheap, clonable handle that cancels this job from elsewhere (another task, a
@@ -322,6 +323,58 @@ impl<T> AbortableNative<T> {
                 .as_ref()
                 .map(|job| Arc::downgrade(&job.clone().control())),
         }
+    }
+
+    /// Cancels the job with [`CancelReason::Timeout`] once `delay` has passed, unless it has
+    /// finished (or was cancelled) first: a deadline on the crate's timer thread, with no
+    /// runtime needed. Awaiting or joining the handle then gives the job's own answer once its
+    /// closure has returned, so this is "time out, then wait until the work has stopped" in
+    /// one step (an adapter's `timeout` answers at the deadline instead, without waiting).
+    ///
+    /// A `delay` too long for an `Instant` (`Duration::MAX`) never fires. The deadline keeps
+    /// neither the job nor its result alive, and leaves the timer as soon as the job finishes
+    /// or is cancelled. On a handle that was already joined it does nothing.
+    ///
+    /// # Errors
+    ///
+    /// Only if the timer thread is not running yet and the OS refuses to start it; nothing is
+    /// scheduled then, and a later call tries again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::{AbortableNative, CancelReason};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// job.cancel_after(Duration::from_millis(10))?;
+    /// match job.join_blocking() {
+    ///     Ok(reason) => assert_eq!(reason, CancelReason::Timeout), // the closure saw it
+    ///     Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout)),
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
+        let Some(job) = &self.job else {
+            return Ok(());
+        };
+        let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
+            return Ok(());
+        };
+        // `Weak`s both: a deadline keeps nothing alive.
+        let token = self.token.state.downgrade();
+        let job = Arc::downgrade(&job.clone().control());
+        let entry = crate::timer::schedule(
+            deadline,
+            Box::new(move || {
+                if let Some(token) = token.upgrade() {
+                    let job = job.upgrade();
+                    cancel_job(&token, job.as_deref(), CancelReason::Timeout);
+                }
+            }),
+        )?;
+        // As in `CancelSource::cancel_after`: the entry lives in a callback of the job's token,
+        // dropped (and so removed from the timer) by the cancel or by the seal of its finish.
+        self.token.on_cancel(move |_| drop(entry)).detach();
+        Ok(())
     }
 
     /// Whether the job is finished: its closure has returned, or it will never run.
@@ -485,7 +538,7 @@ impl AbortHandle {
     pub fn cancel(&self, reason: CancelReason) -> bool {
         // A job nobody holds any more has finished: its sealed token makes this a no-op.
         let job = self.job.as_ref().and_then(|job| job.upgrade());
-        cancel_job(&self.token, job.as_deref(), reason)
+        cancel_job(&self.token.state, job.as_deref(), reason)
     }
 
     /// Cancels with [`CancelReason::Requested`]; see [`cancel`](Self::cancel).
@@ -513,8 +566,8 @@ impl AbortHandle {
 /// One decision point: the job's token's lock. A job that finished has sealed its token, so
 /// the cancel is a no-op; one that has not is cancelled before it can seal, and a job still
 /// waiting (queued in a pool or a scope) finishes now instead of when a thread reaches it.
-fn cancel_job(token: &CancelToken, job: Option<&dyn JobControl>, reason: CancelReason) -> bool {
-    if !token.state.cancel(reason) {
+fn cancel_job(token: &TokenState, job: Option<&dyn JobControl>, reason: CancelReason) -> bool {
+    if !token.cancel(reason) {
         return false;
     }
     if let Some(job) = job {

@@ -1,0 +1,92 @@
+//! `AbortableNative::cancel_after`: a job's own deadline on the crate's timer thread. It
+//! cancels an unfinished job with `Timeout` (a waiting one finishes at once), the handle then
+//! answers once the closure has returned, and a job that finishes first is left alone.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tethered::{AbortableNative, CancelReason, NativeError, Runnable, SpawnError, Spawner};
+
+#[test]
+fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
+    let returned = Arc::new(AtomicBool::new(false));
+    let done = returned.clone();
+    let job = AbortableNative::spawn(move |token| {
+        while !token.is_cancelled() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        thread::sleep(Duration::from_millis(20)); // winding down takes a while
+        done.store(true, Ordering::SeqCst);
+        token.reason()
+    });
+    let started = Instant::now();
+    job.cancel_after(Duration::from_millis(30)).unwrap();
+    let outcome = job.join_blocking();
+    assert!(started.elapsed() >= Duration::from_millis(30));
+    assert!(
+        returned.load(Ordering::SeqCst),
+        "the join answered only once the closure had returned"
+    );
+    match outcome {
+        Ok(reason) => assert_eq!(reason, Some(CancelReason::Timeout)),
+        Err(err) => panic!("the closure ran, so it answers itself: {err}"),
+    }
+}
+
+#[test]
+fn a_job_that_finishes_first_keeps_its_result_and_is_never_cancelled() {
+    let job = AbortableNative::spawn(|_| 5);
+    let token = job.token();
+    job.cancel_after(Duration::from_millis(20)).unwrap();
+    assert_eq!(job.join_blocking().unwrap(), 5);
+    thread::sleep(Duration::from_millis(60));
+    assert!(!token.is_cancelled(), "the deadline left with the finish");
+    assert_eq!(token.registrations(), 0, "nothing stays registered");
+}
+
+#[test]
+fn zero_fires_at_once_and_duration_max_never_fires() {
+    let job = AbortableNative::spawn(|token| token.wait());
+    job.cancel_after(Duration::ZERO).unwrap();
+    let started = Instant::now();
+    let outcome = job.join_blocking();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    match outcome {
+        Ok(reason) => assert_eq!(reason, CancelReason::Timeout),
+        Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout)),
+    }
+
+    let job = AbortableNative::spawn(|token| token.wait_timeout(Duration::from_millis(50)));
+    job.cancel_after(Duration::MAX).unwrap();
+    assert_eq!(job.join_blocking().unwrap(), None, "never cancelled");
+}
+
+/// Keeps every runnable and never runs it until told to.
+#[derive(Clone, Default)]
+struct Parked(Arc<Mutex<Vec<Runnable>>>);
+
+impl Spawner for Parked {
+    fn spawn(&self, runnable: Runnable) -> Result<(), SpawnError> {
+        self.0.lock().unwrap().push(runnable);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_job_still_waiting_for_a_thread_finishes_at_its_deadline() {
+    let pool = Parked::default();
+    let job = AbortableNative::spawn_on(&pool, |_| unreachable!("never started")).unwrap();
+    job.cancel_after(Duration::from_millis(10)).unwrap();
+    let started = Instant::now();
+    match job.join_blocking() {
+        Err(NativeError::Cancelled(reason)) => assert_eq!(reason, CancelReason::Timeout),
+        other => panic!("expected a cancelled job, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The pool runs it late: it skips the closure.
+    for runnable in pool.0.lock().unwrap().drain(..) {
+        runnable.run();
+    }
+}

@@ -28,7 +28,7 @@ impl CancelSource {
     /// A new source, not cancelled.
     pub fn new() -> Self {
         CancelSource {
-            state: TokenState::new(),
+            state: TokenState::root(),
         }
     }
 

@@ -169,7 +169,7 @@ pub(crate) enum Registered {
 
 impl TokenState {
     /// A new root token, not cancelled.
-    pub(crate) fn new() -> TokenRef {
+    pub(crate) fn root() -> TokenRef {
         TokenRef::new(Self::with_flag(ACTIVE))
     }
 

@@ -72,7 +72,9 @@
 //!   is over, a registration runs inline. A parent's callbacks run before its children are
 //!   cancelled.
 //! - The token tree is stack-safe: cancel and drop walk it with loops, so a chain of a million
-//!   levels cancels and drops on a default 2 MiB stack.
+//!   levels cancels and drops on a default 2 MiB stack. A token whose handles all went is
+//!   spliced out (its children move up to its parent), so a long-lived leaf keeps no dead
+//!   ancestor alive.
 //! - Every grace, timeout and deadline saturates: `Duration::MAX` means never.
 //!
 //! # Where a panic goes

@@ -193,3 +193,47 @@ fn a_parents_callbacks_run_before_its_children_are_cancelled() {
     assert_eq!(*saw.lock().unwrap(), Some(false));
     assert!(child.is_cancelled());
 }
+
+/// A root's callback drops the last handle of the level below it while the cancel is under
+/// way: that level is not spliced into a cancelled parent, and the leaf below it is cancelled.
+#[test]
+fn a_callback_dropping_a_middle_level_during_the_cancel_loses_no_leaf() {
+    let root = CancelSource::new();
+    let middle = std::sync::Mutex::new(Some(root.child()));
+    let leaf = middle.lock().unwrap().as_ref().unwrap().child();
+    let holder = std::sync::Arc::new(middle);
+    let dropper = holder.clone();
+    root.token()
+        .on_cancel(move |_| drop(dropper.lock().unwrap().take()))
+        .detach();
+    assert!(root.cancel(CancelReason::Shutdown));
+    assert!(holder.lock().unwrap().is_none(), "the callback ran");
+    assert_eq!(leaf.token().reason(), Some(CancelReason::Shutdown));
+    assert_eq!(root.token().registrations(), 0);
+}
+
+/// A callback of a middle level, run by the root's cancel, makes a child of that level (it
+/// starts cancelled) and drops a handle of the leaf: nothing deadlocks, and every token ends
+/// cancelled with the root's reason.
+#[test]
+fn a_callback_that_makes_and_drops_tokens_during_the_walk_does_not_deadlock() {
+    let root = CancelSource::new();
+    let middle = root.child();
+    let leaf = middle.child();
+    let spare = leaf.clone();
+    let made = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let keep = made.clone();
+    let parent = middle.token();
+    middle
+        .token()
+        .on_cancel(move |_| {
+            drop(spare);
+            *keep.lock().unwrap() = Some(parent.child());
+        })
+        .detach();
+    drop(middle);
+    root.cancel(CancelReason::Timeout);
+    assert_eq!(leaf.token().reason(), Some(CancelReason::Timeout));
+    let late = made.lock().unwrap().take().expect("the callback ran");
+    assert_eq!(late.token().reason(), Some(CancelReason::Timeout));
+}

@@ -10,7 +10,10 @@
 //! `slot` always name the list it is in, if any.
 //!
 //! A token cuts its links when it leaves `ACTIVE`: a cancelled or sealed token needs no parent
-//! (its children are cancelled with it, or can never be), so neither side keeps the other.
+//! (its children are cancelled with it, or can never be), so neither side keeps the other. It
+//! gives up its children in the critical section that changes its flag, and then leaves its
+//! parent's list with both locks held ([`TokenState::leave_parent`]), so that the slot it
+//! reads is the one the list holds it at.
 //!
 //! # Splicing
 //!
@@ -32,6 +35,29 @@
 
 use super::{ACTIVE, CANCELLED, SEALED, Shared, TokenRef, TokenState};
 use crate::sync::{self, Arc, Ordering, Weak};
+
+/// A child's index in its parent's `children`, in four bytes: `u32::MAX` for none (not linked,
+/// or, past four billion children of one parent, never known; such a child's entry is then
+/// only freed by the parent's cancel, seal, splice or drop, or swept out as a dead one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Slot(u32);
+
+impl Slot {
+    pub(super) const NONE: Slot = Slot(u32::MAX);
+
+    fn at(index: usize) -> Slot {
+        u32::try_from(index)
+            .ok()
+            .filter(|&index| index != u32::MAX)
+            .map_or(Slot::NONE, Slot)
+    }
+
+    /// The index, leaving none behind.
+    fn take(&mut self) -> Option<u32> {
+        let Slot(index) = std::mem::replace(self, Slot::NONE);
+        (index != u32::MAX).then_some(index)
+    }
+}
 
 /// Tokens let go of while locks were held, dropped once every lock is released: freeing a
 /// token runs user code (the drops of its callbacks) and takes locks (its own unlink).
@@ -63,7 +89,7 @@ impl TokenState {
                     // Parent before child (lock order); nobody else can see the child yet.
                     let mut me = sync::lock(&child.shared);
                     me.parent = Some(parent.arc().clone());
-                    me.slot = u32::try_from(index).ok();
+                    me.slot = Slot::at(index);
                     None
                 }
             }
@@ -143,7 +169,7 @@ impl TokenState {
                 // Parent before child (lock order).
                 let mut theirs = sync::lock(&moved.shared);
                 if is_child_of(&theirs, self) {
-                    theirs.slot = u32::try_from(index).ok();
+                    theirs.slot = Slot::at(index);
                 }
             }
             return Some(moved);
@@ -153,8 +179,9 @@ impl TokenState {
     /// The last handle went: takes this token out of the tree (see the module docs).
     pub(super) fn splice(&self) {
         // ORDERING: Acquire pairs with the Release store of the flag: a token that left ACTIVE
-        // cut its links in the critical section that stored it, so nothing is left to do. A
-        // stale ACTIVE is looked at again under the lock.
+        // gave up its children in the critical section that stored it, and the thread that
+        // stored it takes it out of its parent's list (`leave_parent`), so nothing is left to
+        // do here. A stale ACTIVE is looked at again under the lock.
         if self.flag.load(Ordering::Acquire) != ACTIVE {
             return;
         }
@@ -205,7 +232,7 @@ impl TokenState {
             // The parent cuts its children loose (`seal`); this one leaves first.
             _ => {
                 released.extend(me.parent.take());
-                me.slot = None;
+                me.slot = Slot::NONE;
                 return Splice::Root;
             }
         }
@@ -221,9 +248,11 @@ impl TokenState {
             {
                 // The grandparent, this token, then the child (lock order).
                 let mut theirs = sync::lock(&child.shared);
-                // A child that is leaving (cancelled or sealed, its links cut) stays out.
+                // A child that already let go of this token (cancelled from here, or leaving)
+                // stays out; one still linked moves up, even if it is about to leave: it then
+                // leaves the grandparent instead.
                 if is_child_of(&theirs, self) {
-                    theirs.slot = u32::try_from(up.children.len()).ok();
+                    theirs.slot = Slot::at(up.children.len());
                     released.extend(theirs.parent.replace(parent.clone()));
                     up.children.push(weak);
                 }
@@ -262,7 +291,7 @@ impl TokenState {
                 let mut theirs = sync::lock(&child.shared);
                 if is_child_of(&theirs, self) {
                     released.extend(theirs.parent.take());
-                    theirs.slot = None;
+                    theirs.slot = Slot::NONE;
                 }
             }
             released.push(child);

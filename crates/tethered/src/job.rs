@@ -51,8 +51,9 @@ use crate::contain::{drop_contained, run_contained};
 use crate::error::{JobPanic, NativeError, SpawnError};
 use crate::reason::CancelReason;
 use crate::source::CancelSource;
+use crate::state::CancelHook;
 use crate::stats::{self, Counters, Event};
-use crate::sync::{self, Arc, Condvar, Mutex};
+use crate::sync::{self, Arc, Condvar, Mutex, Weak};
 use crate::token::CancelToken;
 use crate::trace::JobSpan;
 
@@ -236,13 +237,13 @@ where
         {
             return;
         }
-        let job = Arc::downgrade(self);
-        // The callback holds only a `Weak`: it must not keep the job (and its result) alive.
-        let guard = self.source.token().on_cancel(move |reason| {
-            if let Some(job) = job.upgrade() {
-                job.on_cancelled(reason);
-            }
-        });
+        // A hook, not a boxed closure: no allocation of its own, and only a `Weak`, so that it
+        // keeps neither the job nor its result alive.
+        let hook: Weak<Self> = Arc::downgrade(self);
+        let guard = self
+            .source
+            .token()
+            .on_cancel_hook(hook as Weak<dyn CancelHook>);
         self.keep_guard(guard);
     }
 
@@ -521,6 +522,16 @@ where
 
     fn is_cancelled(&self) -> bool {
         self.source.is_cancelled()
+    }
+}
+
+impl<T, F> CancelHook for Job<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    fn cancelled(self: Arc<Self>, reason: &CancelReason) {
+        self.on_cancelled(reason);
     }
 }
 

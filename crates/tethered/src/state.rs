@@ -73,8 +73,31 @@ const CANCELLED: u8 = 1;
 /// `flag`: sealed; the token will never be cancelled (its job finished, or it is `never()`).
 const SEALED: u8 = 2;
 
-/// A callback registered with `on_cancel`.
-pub(crate) type Callback = Box<dyn FnOnce(&CancelReason) + Send>;
+/// What runs when a token is cancelled: a closure registered with `on_cancel`, or the crate's
+/// own hook of a job (which needs no allocation of its own).
+pub(crate) enum Callback {
+    Boxed(Box<dyn FnOnce(&CancelReason) + Send>),
+    /// A `Weak`: the token must not keep its job (and the job's result) alive.
+    Hook(Weak<dyn CancelHook>),
+}
+
+/// A job's reaction to a cancel of its own token (see `Callback::Hook`).
+pub(crate) trait CancelHook: Send + Sync {
+    fn cancelled(self: Arc<Self>, reason: &CancelReason);
+}
+
+impl Callback {
+    fn call(self, reason: &CancelReason) {
+        match self {
+            Callback::Boxed(callback) => callback(reason),
+            Callback::Hook(hook) => {
+                if let Some(hook) = hook.upgrade() {
+                    hook.cancelled(reason);
+                }
+            }
+        }
+    }
+}
 
 /// Identifies a registered callback or waker within one token.
 pub(crate) type Key = u64;
@@ -91,7 +114,8 @@ pub(crate) struct TokenState {
     changed: Condvar,
     shared: Mutex<Shared>,
     /// Live [`TokenRef`]s: when the last goes, the token is spliced out of the tree
-    /// (invariant 7).
+    /// (invariant 7). Last: placed first, beside the `Arc`'s counts, it pushed the reason off
+    /// the flag's cache line and a busy poller's cancel-to-observe median rose by about 80 ns.
     handles: AtomicUsize,
 }
 
@@ -224,6 +248,12 @@ impl TokenState {
     /// The tree is walked with an explicit stack (invariant 7): a node's callbacks run before
     /// its children are cancelled, and no lock is held while any of it runs.
     pub(crate) fn cancel(&self, reason: CancelReason) -> bool {
+        // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to know
+        // this cancel is a no-op (the handle of every finished job drops through here). Any
+        // other value is decided again under the lock.
+        if self.flag.load(Ordering::Relaxed) == SEALED {
+            return false;
+        }
         let Some(children) = self.cancel_node(&reason, true) else {
             return false;
         };
@@ -247,7 +277,7 @@ impl TokenState {
     /// (a cancel of this token itself, not from its parent), it also leaves its parent's
     /// children: a cancelled token needs no parent's cancel.
     fn cancel_node(&self, reason: &CancelReason, unlink: bool) -> Option<Vec<Weak<TokenState>>> {
-        let (wakers, sleepers, has_callbacks, children, parent) = {
+        let (wakers, sleepers, has_callbacks, children, parent, linked) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return None;
@@ -267,10 +297,19 @@ impl TokenState {
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
             // was taken out of the parent's list already, so nobody else touches its links.
             // (Its stale `slot` is never read again: a token without a parent unlinks nowhere.)
+            // A root never gains a parent, so one without a link has nothing to leave.
+            let linked = shared.parent.is_some();
             let parent = if unlink { None } else { shared.parent.take() };
-            (wakers, shared.sleepers, has_callbacks, children, parent)
+            (
+                wakers,
+                shared.sleepers,
+                has_callbacks,
+                children,
+                parent,
+                linked,
+            )
         };
-        if unlink {
+        if unlink && linked {
             self.leave_parent();
         }
         // Possibly the parent's last `Arc`: its `Drop` runs here, with no lock held.
@@ -292,7 +331,7 @@ impl TokenState {
     /// first (then the cancel stands). Callbacks and wakers still registered are dropped: they
     /// can never run.
     pub(crate) fn seal(&self) -> bool {
-        let (callbacks, wakers, children) = {
+        let (callbacks, wakers, children, linked) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return self.flag_under_lock() == SEALED;
@@ -302,11 +341,14 @@ impl TokenState {
             // keeps every store of the flag a publishing one, at no cost on the cancel path.
             self.flag.store(SEALED, Ordering::Release);
             let (callbacks, wakers) = shared.take_all();
-            (callbacks, wakers, std::mem::take(&mut shared.children))
+            let children = std::mem::take(&mut shared.children);
+            (callbacks, wakers, children, shared.parent.is_some())
         };
         // A sealed token needs no parent's cancel: it leaves the parent's children now, so a
         // long-lived parent does not hold finished jobs until their last handle goes.
-        self.leave_parent();
+        if linked {
+            self.leave_parent();
+        }
         // Its children can never be cancelled by it: they become roots, and no longer keep it
         // alive.
         let mut released = Vec::new();
@@ -342,7 +384,7 @@ impl TokenState {
             let Some((_, callback)) = next else {
                 return;
             };
-            if run_contained(|| callback(reason)).is_none() {
+            if run_contained(|| callback.call(reason)).is_none() {
                 stats::callback_panicked();
             }
         }
@@ -379,7 +421,7 @@ impl TokenState {
         drop(shared);
         match reason {
             Some(reason) => {
-                if run_contained(|| callback(&reason)).is_none() {
+                if run_contained(|| callback.call(&reason)).is_none() {
                     stats::callback_panicked();
                 }
             }

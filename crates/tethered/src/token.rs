@@ -6,7 +6,8 @@ use std::time::Duration;
 use crate::callback::CallbackGuard;
 use crate::reason::{CancelReason, Cancelled};
 use crate::source::CancelSource;
-use crate::state::{Registered, TokenRef, TokenState};
+use crate::state::{Callback, CancelHook, Registered, TokenRef, TokenState};
+use crate::sync::Weak;
 use crate::wait::WaitCancelled;
 
 /// The observer side of a cancellation: native code checks it, waits on it, or registers a
@@ -187,7 +188,16 @@ impl CancelToken {
     where
         F: FnOnce(&CancelReason) + Send + 'static,
     {
-        match self.state.register_callback(Box::new(callback)) {
+        self.register(Callback::Boxed(Box::new(callback)))
+    }
+
+    /// Registers a job's own hook (see `Callback::Hook`), as `on_cancel` does a closure.
+    pub(crate) fn on_cancel_hook(&self, hook: Weak<dyn CancelHook>) -> CallbackGuard {
+        self.register(Callback::Hook(hook))
+    }
+
+    fn register(&self, callback: Callback) -> CallbackGuard {
+        match self.state.register_callback(callback) {
             Registered::Pending(key) => CallbackGuard::registered(self.state.clone(), key),
             Registered::Settled => CallbackGuard::inert(),
         }

@@ -331,20 +331,30 @@ def write_report():
     busy = latency["busy"]
     busy_extra = busy["tethered"]["median_ns"] - busy["atomic_bool"]["median_ns"]
     cancel_extra = busy["source_cancel"]["median_ns"] - busy["atomic_bool"]["median_ns"]
+    if cancel_extra <= busy_extra:
+        split = (
+            f"Of that, about {cancel_extra:.0f} ns is the cancel itself (`source_cancel`: its "
+            "lock, the reason, the flag stored inside the critical section) and the rest the "
+            "handle's drop, whose cancel is decided at the job's token's lock (a finished job "
+            "has sealed it).")
+    else:
+        split = (
+            f"`source_cancel` (the same cancel, through a `CancelSource` made next to the "
+            f"blocking task that polls it) measured {cancel_extra:.0f} ns over the floor, above "
+            "the handle's path; it has done so in every run since the token's layout changed "
+            "(below), and what places it there was not pinned down.")
     out.append(
         "This harness's floor (one cache-line transfer, two clock reads, a pool thread) sits "
         "above the bare cache-line figure of about 150 ns measured on this kind of machine. What tethered adds to it, "
         f"{busy_extra:.0f} ns here, is the part that carries over: on a 150 ns floor the "
-        f"median would be about {150 + busy_extra:.0f} ns. Of that, about {cancel_extra:.0f} ns "
-        "is the cancel itself (`source_cancel`: its lock, the reason, the flag stored inside "
-        "the critical section) and the rest the handle's drop, which first checks under the "
-        "job's lock that the job has not finished (it must not cancel one that has). The "
-        "busy median moves with the floor from run to run: over the runs made while writing "
-        "this suite it lay between 413 and 527 ns (once above 500), tethered's addition "
-        "between about 180 and 265 ns. What was tried to shrink it is listed at the end of "
-        "this file; storing the flag before taking the lock would need the token's state "
-        "machine redesigned around a compare-exchange (cancelling, then cancelled) and "
-        "re-verified under loom, and was not attempted.\n")
+        f"median would be about {150 + busy_extra:.0f} ns. {split} The busy median moves with the "
+        "floor from run to run. Before the token's layout put the reason beside the lock word "
+        "and the flag (see the end of this file), tethered's addition lay between about 180 "
+        "and 265 ns; since, between about 40 and 110 ns. Storing the flag before taking the "
+        "lock would need the token's state machine redesigned around a compare-exchange "
+        "(cancelling, then cancelled) and re-verified under loom, and was not attempted. The "
+        "parked floor is the machine's own thread wake-up: when it is above the 10 µs target, "
+        "so is tethered, which adds the part shown in the last column.\n")
 
     # 4. CancelOnDrop, guards, children, fan-out --------------------------------------------
     out.append("## 4. `CancelOnDrop`, drop guards, child tokens, fan-out\n")
@@ -448,7 +458,11 @@ def write_report():
         "`benches/scope.rs`: one job holds the scope's only slot in a pool that never runs it, "
         "n more wait; only the cancel is timed. A cancelled waiting job leaves the queue by key "
         "and the scope's jobs are children of one token, so the work per job does not grow "
-        "with n; what grows is the working set (20,000 jobs do not fit in the caches).\n")
+        "with n; what grows is the working set (20,000 jobs do not fit in the caches), and "
+        "the allocator's work when the walk's list of 20,000 children (160 KiB) is freed: "
+        "glibc consolidates its fast bins on the free of any chunk of 64 KiB or more, so "
+        "every small chunk freed during the walk is visited again then (see the end of this "
+        "file).\n")
     out.append(table(["waiting jobs", "per job (95% CI)"], [
         ["1,000", fmt_est(small)],
         ["20,000", f"{fmt_est(large)} ({growth:.2f}x)"],
@@ -477,6 +491,34 @@ def write_report():
         "- **A finishing job no longer enters the kernel when nobody joins it blocking** "
         "(`job.rs`, invariant 6): one futex system call (about 190 ns here) less per awaited "
         "job, under 1% of a round trip.")
+    out.append(
+        "- **The fields a cancel stores sit together** (`state.rs`, `repr(C)`): the reason "
+        "right after the lock word, next to the flag, and a child's slot in four bytes. Busy "
+        "cancel-to-observe median 534 ns → 337, 363 and 369 ns in three runs (floor "
+        "262–288 ns); the token's `Arc` allocation back to 112 bytes (the handle count "
+        "added for splicing had made it 120, and the idle child 1.06x tokio-util's).")
+    out.append(
+        "- **Splicing kept off the cancel walk** (`state/tree.rs`): when the walk began "
+        "releasing each cancelled child's parent link, fan-out per child went from "
+        "0.79–0.88x tokio-util's to 1.02–1.20x (three runs each); not rewriting a cancelled "
+        "child's stale slot, the layout above, and letting a leaf unlink in its `Drop` "
+        "(through `Mutex::get_mut`) brought it to 0.84–1.01x, and `child()` create+drop from "
+        "1.3–1.6x to 0.96–1.05x. What is left is atomics: a child costs an upgrade of its "
+        "`Weak`, its lock and unlock, the release of its parent link, and the drops of the "
+        "`Arc` and the `Weak` (tokio-util holds children strongly and skips the upgrade, and "
+        "pays a `Notify` per child instead).")
+    out.append(
+        "- **`cancel_all` frees almost nothing while it walks** (`state/registry.rs`, "
+        "`job.rs`): a token's callbacks are a sorted `VecDeque` (a `BTreeMap` allocated an "
+        "eleven-entry node for the first), and a job's own cancel hook is a `Weak` in that "
+        "list instead of a boxed closure holding one. The 20,000 / 1,000 per-job ratio went "
+        "from 1.50x (and 1.81x in a full run) to 1.31x with the first change and 1.22–1.37x "
+        "with both; with fast bins off (`GLIBC_TUNABLES=glibc.malloc.mxfast=0`), before the "
+        "second change, it was 1.24x, which is what showed where the rest went.")
+    out.append(
+        "- Tried, not kept: the handle count first in the token, beside the `Arc`'s counts "
+        "(a clone or drop of a handle touches both): round trip unchanged within noise, busy "
+        "latency 325–339 → 423–466 ns, as it pushed the reason off the flag's cache line.")
     out.append(
         "- Tried for the busy-poll latency, not kept (medians; the floor itself moved by "
         "±30 ns between runs): (1) a 64-byte gap before the token's flag, away from its lock "

@@ -2,12 +2,15 @@
 //! cancels an unfinished job with `Timeout` (a waiting one finishes at once), the handle then
 //! answers once the closure has returned, and a job that finishes first is left alone.
 
+mod support;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tethered::{AbortableNative, CancelReason, NativeError, Runnable, SpawnError, Spawner};
+use support::QueueSpawner;
+use tethered::{AbortableNative, CancelReason, NativeError};
 
 #[test]
 fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
@@ -63,20 +66,9 @@ fn zero_fires_at_once_and_duration_max_never_fires() {
     assert_eq!(job.join_blocking().unwrap(), None, "never cancelled");
 }
 
-/// Keeps every runnable and never runs it until told to.
-#[derive(Clone, Default)]
-struct Parked(Arc<Mutex<Vec<Runnable>>>);
-
-impl Spawner for Parked {
-    fn spawn(&self, runnable: Runnable) -> Result<(), SpawnError> {
-        self.0.lock().unwrap().push(runnable);
-        Ok(())
-    }
-}
-
 #[test]
 fn a_job_still_waiting_for_a_thread_finishes_at_its_deadline() {
-    let pool = Parked::default();
+    let pool = QueueSpawner::default();
     let job = AbortableNative::spawn_on(&pool, |_| unreachable!("never started")).unwrap();
     job.cancel_after(Duration::from_millis(10)).unwrap();
     let started = Instant::now();
@@ -86,7 +78,5 @@ fn a_job_still_waiting_for_a_thread_finishes_at_its_deadline() {
     }
     assert!(started.elapsed() < Duration::from_secs(5));
     // The pool runs it late: it skips the closure.
-    for runnable in pool.0.lock().unwrap().drain(..) {
-        runnable.run();
-    }
+    pool.take().run();
 }

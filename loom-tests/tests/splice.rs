@@ -92,3 +92,21 @@ fn splice_vs_seal_of_the_parent() {
         assert!(!grandchild.is_cancelled(), "its job finished first");
     });
 }
+
+/// A child is made of the leaf while the level above the leaf is spliced out (the leaf moves up
+/// to the root meanwhile): the root's cancel reaches the new child either way.
+#[test]
+fn splice_vs_child_of_the_moving_leaf() {
+    model("splice_vs_child_of_the_moving_leaf", || {
+        let root = CancelSource::new();
+        let middle = root.child();
+        let leaf = middle.child();
+        let splicer = thread::spawn(move || drop(middle));
+        let grandchild = leaf.child();
+        splicer.join().unwrap();
+        root.cancel(CancelReason::Shutdown);
+        assert_eq!(grandchild.token().reason(), Some(CancelReason::Shutdown));
+        assert_eq!(leaf.token().reason(), Some(CancelReason::Shutdown));
+        assert_eq!(root.token().registrations(), 0);
+    });
+}

@@ -71,8 +71,10 @@ impl CancelSource {
     /// Cancels this source with [`CancelReason::Timeout`] once `delay` has passed, unless it is
     /// cancelled (or dropped) first: a deadline for everything tied to it, on the crate's timer
     /// thread, with no runtime needed. A `delay` too long for an `Instant` (`Duration::MAX`)
-    /// never fires. The deadline keeps neither the source nor anything else alive, and it
-    /// leaves the timer as soon as the source is cancelled or its last handle is dropped.
+    /// never fires. The deadline keeps neither the source nor anything else alive: it still
+    /// fires for the tokens and children of a source whose own handle is gone, and it leaves
+    /// the timer as soon as the source is cancelled or freed (no source, token or child of it
+    /// left).
     ///
     /// # Errors
     ///

@@ -80,3 +80,27 @@ fn a_job_still_waiting_for_a_thread_finishes_at_its_deadline() {
     // The pool runs it late: it skips the closure.
     pool.take().run();
 }
+
+/// A source's deadline holds while anything can observe the source: a token of it, or a child
+/// of it (a deadline is a callback of its token, so the token is not spliced out of the tree
+/// while it waits).
+#[test]
+fn a_source_deadline_reaches_its_tokens_and_children_after_the_source_is_gone() {
+    let source = tethered::CancelSource::new();
+    let token = source.token();
+    source.cancel_after(Duration::from_millis(20)).unwrap();
+    drop(source);
+    assert_eq!(
+        token.wait_timeout(Duration::from_secs(10)),
+        Some(CancelReason::Timeout)
+    );
+
+    let source = tethered::CancelSource::new();
+    source.cancel_after(Duration::from_millis(20)).unwrap();
+    let child = source.child();
+    drop(source);
+    assert_eq!(
+        child.token().wait_timeout(Duration::from_secs(10)),
+        Some(CancelReason::Timeout)
+    );
+}

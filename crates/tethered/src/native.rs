@@ -566,7 +566,13 @@ impl AbortHandle {
 /// One decision point: the job's token's lock. A job that finished has sealed its token, so
 /// the cancel is a no-op; one that has not is cancelled before it can seal, and a job still
 /// waiting (queued in a pool or a scope) finishes now instead of when a thread reaches it.
-fn cancel_job(token: &TokenState, job: Option<&dyn JobControl>, reason: CancelReason) -> bool {
+///
+/// Generic over the job's view, not `&dyn JobControl`: the handle holds a `dyn JobHandle<T>`,
+/// and turning that into a `dyn JobControl` is trait upcasting, newer than `rust-version`.
+fn cancel_job<J>(token: &TokenState, job: Option<&J>, reason: CancelReason) -> bool
+where
+    J: JobControl + ?Sized,
+{
     if !token.cancel(reason) {
         return false;
     }

@@ -48,6 +48,12 @@ impl CallbackGuard {
 
     /// Keeps the callback registered for as long as the token exists, and drops the guard.
     ///
+    /// A token exists while a handle of it (its source, a token, a guard) or a child of it is
+    /// left. A token whose handles all went but that still has children stays in the tree
+    /// because of this callback, so a cancel from its parent still runs it; with neither
+    /// handles nor children left, the token is freed and the callback dropped unrun (nothing
+    /// could cancel it any more).
+    ///
     /// ```
     /// use std::sync::mpsc;
     /// use tethered::{CancelReason, CancelSource};

@@ -50,9 +50,10 @@ impl CallbackGuard {
     ///
     /// A token exists while a handle of it (its source, a token, a guard) or a child of it is
     /// left. A token whose handles all went but that still has children stays in the tree
-    /// because of this callback, so a cancel from its parent still runs it; with neither
-    /// handles nor children left, the token is freed and the callback dropped unrun (nothing
-    /// could cancel it any more).
+    /// because of this callback, so a cancel from its parent still runs it. With neither
+    /// handles nor children left, the token is freed and the callback is dropped unrun, even
+    /// if its parent is cancelled later: keep a handle of the token for as long as the
+    /// callback should be able to run.
     ///
     /// ```
     /// use std::sync::mpsc;

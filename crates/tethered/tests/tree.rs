@@ -237,3 +237,51 @@ fn a_callback_that_makes_and_drops_tokens_during_the_walk_does_not_deadlock() {
     let late = made.lock().unwrap().take().expect("the callback ran");
     assert_eq!(late.token().reason(), Some(CancelReason::Timeout));
 }
+
+/// A detached callback lives as long as its token: a level with a child below it stays for
+/// its callback, which the root's cancel runs; a token with neither handles nor children is
+/// freed at once, and its callback dropped unrun.
+#[test]
+fn a_detached_callback_lives_as_long_as_its_token() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    let root = CancelSource::new();
+    let kept_ran = Arc::new(AtomicBool::new(false));
+    let middle = root.child();
+    let flag = kept_ran.clone();
+    middle
+        .token()
+        .on_cancel(move |_| flag.store(true, Ordering::SeqCst))
+        .detach();
+    let leaf = middle.child();
+    drop(middle);
+
+    let lone_ran = Arc::new(AtomicBool::new(false));
+    let lone_dropped = Arc::new(AtomicBool::new(false));
+    let lone = root.child();
+    let (flag, witness) = (lone_ran.clone(), SetOnDrop(lone_dropped.clone()));
+    lone.token()
+        .on_cancel(move |_| {
+            let _witness = &witness;
+            flag.store(true, Ordering::SeqCst);
+        })
+        .detach();
+    drop(lone);
+    assert!(lone_dropped.load(Ordering::SeqCst), "freed with its token");
+
+    root.cancel(CancelReason::Shutdown);
+    assert!(
+        kept_ran.load(Ordering::SeqCst),
+        "the level stayed and its callback ran"
+    );
+    assert!(!lone_ran.load(Ordering::SeqCst));
+    assert_eq!(leaf.token().reason(), Some(CancelReason::Shutdown));
+}

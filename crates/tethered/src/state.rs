@@ -458,27 +458,47 @@ impl TokenState {
         key: &mut Option<Key>,
         waker: &Waker,
     ) -> Result<(), CancelReason> {
-        let mut shared = sync::lock(&self.shared);
-        if let Some(reason) = &shared.reason {
-            return Err(reason.clone());
-        }
-        if self.flag_under_lock() == SEALED {
+        // Cloning a waker is the executor's code: it happens with the lock released
+        // (invariant 5), and only when the stored waker would not wake the same task.
+        let mut fresh: Option<Waker> = None;
+        loop {
+            let mut shared = sync::lock(&self.shared);
+            let settled = match &shared.reason {
+                Some(reason) => Some(Err(reason.clone())),
+                None if self.flag_under_lock() == SEALED => Some(Ok(())),
+                None => None,
+            };
+            let stored = key.and_then(|key| shared.regs.as_mut()?.wakers.get_mut(key));
+            let done = match stored {
+                _ if settled.is_some() => settled,
+                Some(stored) if stored.will_wake(waker) => Some(Ok(())),
+                _ => None,
+            };
+            if let Some(done) = done {
+                drop(shared);
+                drop_contained(fresh);
+                return done;
+            }
+            let Some(new) = fresh.take() else {
+                drop(shared);
+                fresh = Some(waker.clone());
+                continue;
+            };
+            let replaced = match key.and_then(|key| shared.regs.as_mut()?.wakers.get_mut(key)) {
+                Some(stored) => Some(std::mem::replace(stored, new)),
+                None => {
+                    // A key made now, under the lock, is the largest yet (the list stays sorted).
+                    let fresh_key = shared.next_key();
+                    *key = Some(fresh_key);
+                    shared.regs().wakers.push(fresh_key, new);
+                    None
+                }
+            };
+            drop(shared);
+            // A waker's drop is foreign code too: never under our lock (invariant 5).
+            drop_contained(replaced);
             return Ok(());
         }
-        let key = *key.get_or_insert_with(|| shared.next_key());
-        let wakers = &mut shared.regs().wakers;
-        let replaced = match wakers.get_mut(key) {
-            Some(stored) if stored.will_wake(waker) => None,
-            Some(stored) => Some(std::mem::replace(stored, waker.clone())),
-            None => {
-                wakers.push(key, waker.clone());
-                None
-            }
-        };
-        drop(shared);
-        // A waker's drop is foreign code: never under our lock (invariant 5).
-        drop_contained(replaced);
-        Ok(())
     }
 
     /// Forgets the waker under `key` (its future was dropped).

@@ -326,12 +326,20 @@ impl Drop for TokenState {
         };
         // Callbacks of detached guards: their captured values are user code.
         super::drop_each(callbacks.into_values(), wakers.into_values());
+        // `addr` names the token to unlink next: this one first (its memory stays allocated
+        // while it drops), then a parent whose last `Arc` went in this loop. Such a parent's
+        // memory is kept by `pinned` until it has been unlinked by address: otherwise a purge
+        // of its dead entry could free it, and a new token at the same address would be the
+        // one removed.
         let mut addr: *const TokenState = self;
+        let mut pinned: Option<Weak<TokenState>> = None;
         while let Some(node) = parent {
             if let Some(index) = slot {
                 node.unlink_child(index, addr);
             }
+            drop(pinned.take());
             addr = Arc::as_ptr(&node);
+            let pin = Arc::downgrade(&node);
             match Arc::into_inner(node) {
                 // That was the last `Arc`: release its parent in this loop, then drop it (its
                 // `Drop` finds no parent left and returns at once).
@@ -340,6 +348,7 @@ impl Drop for TokenState {
                     slot = shared.slot.take();
                     parent = shared.parent.take();
                     drop(state);
+                    pinned = Some(pin);
                 }
                 None => parent = None,
             }

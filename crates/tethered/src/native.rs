@@ -356,25 +356,15 @@ impl<T> AbortableNative<T> {
         let Some(job) = &self.job else {
             return Ok(());
         };
-        let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
-            return Ok(());
-        };
         // `Weak`s both: a deadline keeps nothing alive.
         let token = self.token.state.downgrade();
         let job = Arc::downgrade(&job.clone().control());
-        let entry = crate::timer::schedule(
-            deadline,
-            Box::new(move || {
-                if let Some(token) = token.upgrade() {
-                    let job = job.upgrade();
-                    cancel_job(&token, job.as_deref(), CancelReason::Timeout);
-                }
-            }),
-        )?;
-        // As in `CancelSource::cancel_after`: the entry lives in a callback of the job's token,
-        // dropped (and so removed from the timer) by the cancel or by the seal of its finish.
-        self.token.on_cancel(move |_| drop(entry)).detach();
-        Ok(())
+        self.token.on_deadline(delay, move || {
+            if let Some(token) = token.upgrade() {
+                let job = job.upgrade();
+                cancel_job(&token, job.as_deref(), CancelReason::Timeout);
+            }
+        })
     }
 
     /// Whether the job is finished: its closure has returned, or it will never run.

@@ -91,22 +91,12 @@ impl CancelSource {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
-        let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
-            return Ok(());
-        };
         let state = self.state.downgrade();
-        let entry = crate::timer::schedule(
-            deadline,
-            Box::new(move || {
-                if let Some(state) = state.upgrade() {
-                    state.cancel(CancelReason::Timeout);
-                }
-            }),
-        )?;
-        // The entry lives in a callback of this token: a cancel runs it (dropping the entry,
-        // which removes it from the timer), and a seal or the token's last drop drops it.
-        self.token().on_cancel(move |_| drop(entry)).detach();
-        Ok(())
+        self.token().on_deadline(delay, move || {
+            if let Some(state) = state.upgrade() {
+                state.cancel(CancelReason::Timeout);
+            }
+        })
     }
 
     /// Turns the source into a guard that cancels it with [`CancelReason::Dropped`] when dropped,

@@ -463,16 +463,15 @@ impl TokenState {
         let mut fresh: Option<Waker> = None;
         loop {
             let mut shared = sync::lock(&self.shared);
-            let settled = match &shared.reason {
-                Some(reason) => Some(Err(reason.clone())),
-                None if self.flag_under_lock() == SEALED => Some(Ok(())),
-                None => None,
-            };
-            let stored = key.and_then(|key| shared.regs.as_mut()?.wakers.get_mut(key));
-            let done = match stored {
-                _ if settled.is_some() => settled,
-                Some(stored) if stored.will_wake(waker) => Some(Ok(())),
-                _ => None,
+            let done = if let Some(reason) = &shared.reason {
+                Some(Err(reason.clone()))
+            } else if self.flag_under_lock() == SEALED {
+                Some(Ok(()))
+            } else {
+                let stored = key.and_then(|key| shared.regs.as_mut()?.wakers.get_mut(key));
+                stored
+                    .is_some_and(|stored| stored.will_wake(waker))
+                    .then_some(Ok(()))
             };
             if let Some(done) = done {
                 drop(shared);

@@ -1,9 +1,9 @@
 //! A process-wide timer thread for the few deadlines the core keeps itself: a job's abandon
-//! grace ([`Builder::abandon_after`](crate::Builder::abandon_after)) and a scope's shutdown
-//! grace.
+//! grace ([`Builder::abandon_after`](crate::Builder::abandon_after)), a scope's shutdown
+//! grace, and the `cancel_after` deadlines of sources and jobs (`CancelToken::on_deadline`).
 //!
-//! The core depends on no runtime, so it has no runtime timer. Deadlines are rare (one per
-//! cancelled job that asked for an abandon policy, one per scope shutdown), so one lazily
+//! The core depends on no runtime, so it has no runtime timer. Deadlines are few (one per
+//! cancelled job that asked for an abandon policy, per scope shutdown, per `cancel_after`), so one lazily
 //! started thread serves them all: an ordered map of deadlines under a mutex, and a condition
 //! variable it sleeps on until the earliest one. It runs the due actions (which wake a task or
 //! flip a flag, nothing slow) outside the lock, each contained.

@@ -196,6 +196,24 @@ impl CancelToken {
         self.register(Callback::Hook(hook))
     }
 
+    /// Runs `action` on the crate's timer thread once `delay` has passed, unless this token is
+    /// cancelled or freed first; a `delay` too long for an `Instant` schedules nothing. The
+    /// timer entry lives in a callback of this token: a cancel runs that callback (dropping the
+    /// entry, which takes it out of the timer), and a seal or the token's last drop drops it.
+    /// `action` should hold only `Weak`s, so that a deadline keeps nothing alive.
+    pub(crate) fn on_deadline(
+        &self,
+        delay: Duration,
+        action: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<()> {
+        let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
+            return Ok(());
+        };
+        let entry = crate::timer::schedule(deadline, Box::new(action))?;
+        self.on_cancel(move |_| drop(entry)).detach();
+        Ok(())
+    }
+
     fn register(&self, callback: Callback) -> CallbackGuard {
         match self.state.register_callback(callback) {
             Registered::Pending(key) => CallbackGuard::registered(self.state.clone(), key),

@@ -8,12 +8,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::{Aborted, abortable};
 use tethered::CancelReason;
 
-const PATIENCE: Duration = Duration::from_secs(5);
+mod stopping;
+use stopping::{PATIENCE, wait_for};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -21,18 +22,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_time()
         .build()
         .expect("a tokio runtime")
-}
-
-/// Waits until `flag` is set; whether it was within [`PATIENCE`].
-fn wait_for(flag: &AtomicBool) -> bool {
-    let deadline = Instant::now() + PATIENCE;
-    while !flag.load(Ordering::SeqCst) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
 }
 
 #[test]

@@ -19,29 +19,14 @@ mod rayon_pool;
 
 use rayon_pool::{RayonSpawner, digest, work};
 
-/// How long a cancelled job may take to return: far more than it needs.
-const STOPS_WITHIN: Duration = Duration::from_secs(2);
-/// How long to wait for something that should happen.
-const PATIENCE: Duration = Duration::from_secs(5);
-/// How long the caller waits before giving up.
-const GIVE_UP_AFTER: Duration = Duration::from_millis(100);
+mod stopping;
+use stopping::{GIVE_UP_AFTER, PATIENCE, STOPS_WITHIN, wait_for};
+
 /// Items no request gets through in a test's time.
 const ENDLESS: u64 = 1 << 40;
 
 /// One test at a time on rayon's global pool.
 static GLOBAL_POOL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Waits until `flag` is set; whether it was within [`PATIENCE`].
-fn wait_for(flag: &AtomicBool) -> bool {
-    let deadline = Instant::now() + PATIENCE;
-    while !flag.load(Ordering::SeqCst) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
-}
 
 /// How many items `done` counts `over` a while.
 fn items_run(done: &AtomicU64, over: Duration) -> u64 {

@@ -137,6 +137,9 @@ struct Shared {
     parent: Option<Arc<TokenState>>,
 }
 
+/// Every callback and waker of a token, taken out by [`Shared::take_all`].
+type Taken = (Registry<Callback>, Registry<Waker>);
+
 #[derive(Default)]
 struct Registrations {
     next_key: Key,
@@ -170,15 +173,14 @@ impl Shared {
         key
     }
 
-    /// Takes every callback and waker out (for a seal or the token's drop).
-    fn take_all(&mut self) -> (Registry<Callback>, Registry<Waker>) {
-        match self.regs.as_mut() {
-            Some(regs) => (
-                std::mem::take(&mut regs.callbacks),
-                std::mem::take(&mut regs.wakers),
-            ),
-            None => Default::default(),
-        }
+    /// Takes every callback and waker out (for a seal or the token's drop); `None` if nothing
+    /// was ever registered, as on a plain job's token.
+    fn take_all(&mut self) -> Option<Taken> {
+        let regs = self.regs.as_mut()?;
+        Some((
+            std::mem::take(&mut regs.callbacks),
+            std::mem::take(&mut regs.wakers),
+        ))
     }
 }
 
@@ -331,7 +333,7 @@ impl TokenState {
     /// first (then the cancel stands). Callbacks and wakers still registered are dropped: they
     /// can never run.
     pub(crate) fn seal(&self) -> bool {
-        let (callbacks, wakers, children, linked) = {
+        let (taken, children, linked) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return self.flag_under_lock() == SEALED;
@@ -340,9 +342,9 @@ impl TokenState {
             // this store by the lock; readers outside it only compare with CANCELLED. Release
             // keeps every store of the flag a publishing one, at no cost on the cancel path.
             self.flag.store(SEALED, Ordering::Release);
-            let (callbacks, wakers) = shared.take_all();
+            let taken = shared.take_all();
             let children = std::mem::take(&mut shared.children);
-            (callbacks, wakers, children, shared.parent.is_some())
+            (taken, children, shared.parent.is_some())
         };
         // A sealed token needs no parent's cancel: it leaves the parent's children now, so a
         // long-lived parent does not hold finished jobs until their last handle goes.
@@ -354,7 +356,7 @@ impl TokenState {
         let mut released = Vec::new();
         self.detach(children, &mut released);
         drop(released);
-        drop_each(callbacks.into_values(), wakers.into_values());
+        drop_each(taken);
         true
     }
 
@@ -562,9 +564,18 @@ impl TokenState {
 
 /// Drops callbacks and wakers one at a time, each contained: a panic in one drop neither
 /// escapes nor stops the others from being dropped.
-fn drop_each(callbacks: impl Iterator<Item = Callback>, wakers: impl Iterator<Item = Waker>) {
-    callbacks.for_each(drop_contained);
-    wakers.for_each(drop_contained);
+fn drop_each(taken: Option<Taken>) {
+    // Most tokens never had a registration, or have none left: skip the drain, which costs
+    // more than the rest of a seal.
+    let Some((callbacks, wakers)) = taken else {
+        return;
+    };
+    if !callbacks.is_empty() {
+        callbacks.into_values().for_each(drop_contained);
+    }
+    if !wakers.is_empty() {
+        wakers.into_values().for_each(drop_contained);
+    }
 }
 
 impl std::fmt::Debug for TokenState {

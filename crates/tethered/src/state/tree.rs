@@ -319,13 +319,12 @@ impl Drop for TokenState {
     /// a chain of any length drops on any stack. (A chain whose tokens have handles is spliced
     /// as its handles go; a chain is left to this loop when its tokens hold callbacks.)
     fn drop(&mut self) {
-        let (callbacks, wakers, mut slot, mut parent) = {
+        let (taken, mut slot, mut parent) = {
             let shared = sync::get_mut(&mut self.shared);
-            let (callbacks, wakers) = shared.take_all();
-            (callbacks, wakers, shared.slot.take(), shared.parent.take())
+            (shared.take_all(), shared.slot.take(), shared.parent.take())
         };
         // Callbacks of detached guards: their captured values are user code.
-        super::drop_each(callbacks.into_values(), wakers.into_values());
+        super::drop_each(taken);
         // `addr` names the token to unlink next: this one first (its memory stays allocated
         // while it drops), then a parent whose last `Arc` went in this loop. Such a parent's
         // memory is kept by `pinned` until it has been unlinked by address: otherwise a purge

@@ -369,24 +369,29 @@ where
     /// `false`), so "finished" and "cancelled" are decided in one place, the token's lock.
     fn finish(&self, result: Result<T, NativeError>) {
         self.source.state.seal();
-        // Deregisters the job's own callbacks before the result is published, so whoever sees
-        // the job finished also sees its registrations gone. One of them may be running right
-        // now (this finish may even come from inside it): a guard dropped inside its own
-        // callback returns at once, and one running elsewhere is waited for, with no lock of
-        // ours held.
-        let (guards, timer) = {
-            let mut state = sync::lock(&self.state);
-            (std::mem::take(&mut state.guards), state.timer.take())
-        };
-        drop(guards);
-        drop(timer);
-        // The scope learns first, so that whoever sees the job finished (its handle resolved)
-        // also sees it gone from its scope's count.
-        if let Some(observer) = &self.observer {
-            observer.job_finished(self.id);
+        let mut state = sync::lock(&self.state);
+        // A plain job (no registrations of its own, no scope) publishes in this same critical
+        // section: the pool thread wakes the handle sooner.
+        if !state.guards.is_empty() || state.timer.is_some() || self.observer.is_some() {
+            // Deregisters the job's own callbacks before the result is published, so whoever
+            // sees the job finished also sees its registrations gone. One of them may be
+            // running right now (this finish may even come from inside it): a guard dropped
+            // inside its own callback returns at once, and one running elsewhere is waited
+            // for, with no lock of ours held.
+            let (guards, timer) = (std::mem::take(&mut state.guards), state.timer.take());
+            drop(state);
+            drop(guards);
+            drop(timer);
+            // The scope learns first, so that whoever sees the job finished (its handle
+            // resolved) also sees it gone from its scope's count.
+            if let Some(observer) = &self.observer {
+                observer.job_finished(self.id);
+            }
+            state = sync::lock(&self.state);
         }
         let (waker, sleepers, late_guards, unwanted) = {
-            let mut state = sync::lock(&self.state);
+            // Moved in, so the lock is released at the end of this block.
+            let mut state = state;
             let unwanted = if state.released {
                 state.stage = Stage::Taken;
                 Some(result)

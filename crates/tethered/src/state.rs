@@ -288,12 +288,16 @@ impl TokenState {
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
             self.flag.store(CANCELLED, Ordering::Release);
+            // Most tokens have no waiter: then there is no registry to take out and drain,
+            // which would cost about as much as the rest of a child's cancel.
             let (wakers, has_callbacks) = match shared.regs.as_mut() {
                 Some(regs) => {
                     regs.draining = !regs.callbacks.is_empty();
-                    (std::mem::take(&mut regs.wakers), regs.draining)
+                    let wakers =
+                        (!regs.wakers.is_empty()).then(|| std::mem::take(&mut regs.wakers));
+                    (wakers, regs.draining)
                 }
-                None => (Registry::default(), false),
+                None => (None, false),
             };
             let children = std::mem::take(&mut shared.children);
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
@@ -319,9 +323,11 @@ impl TokenState {
         if sleepers > 0 {
             self.changed.notify_all();
         }
-        for waker in wakers.into_values() {
-            // A waker is the executor's code: contained like ours.
-            run_contained(|| waker.wake());
+        if let Some(wakers) = wakers {
+            for waker in wakers.into_values() {
+                // A waker is the executor's code: contained like ours.
+                run_contained(|| waker.wake());
+            }
         }
         if has_callbacks {
             self.run_callbacks(reason);

@@ -9,6 +9,10 @@
 //!   both on a long-lived parent.
 //! - `fan_out`: cancelling a parent with [`CHILDREN`] children; the report gives the cost per
 //!   child.
+//! - `chain`: cancelling the root of a chain of [`LEVELS`] levels, per level.
+//!
+//! The fan-out and chain verdicts come from `tree_paired`, which measures the same cancels in
+//! alternating rounds; these are shown beside them for context.
 //!
 //! Run with: cargo bench -p benchmarks --bench cancel_on_drop
 

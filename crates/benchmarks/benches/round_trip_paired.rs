@@ -18,7 +18,7 @@ use std::hint::black_box;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use benchmarks::{Invocation, Summary, write_results};
+use benchmarks::{Invocation, Summary, quartiles, write_results};
 
 /// Round trips per timed batch.
 const BATCH: u32 = 16;
@@ -104,17 +104,6 @@ fn async_std_tethered() -> Pin<Box<dyn Future<Output = u64>>> {
             .await
             .expect("the job ran")
     })
-}
-
-/// The quartiles of `values`, nearest rank.
-fn quartiles(values: &[f64]) -> [f64; 3] {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = |p: f64| {
-        let index = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-        sorted[index]
-    };
-    [rank(0.25), rank(0.5), rank(0.75)]
 }
 
 fn main() {

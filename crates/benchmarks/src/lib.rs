@@ -3,8 +3,9 @@
 //! The criterion suites (`check`, `round_trip`, `cancel_on_drop`) write their results where
 //! criterion always does, `target/criterion/`. The targets with a `main` of their own
 //! (`latency`, which needs medians and percentiles that criterion does not report,
-//! `round_trip_paired`, which alternates two variants batch by batch, and `allocations`, which
-//! needs a counting global allocator) write JSON files to [`results_dir`]. `report.py` beside
+//! `round_trip_paired`, which alternates two variants batch by batch, `tree_paired`, which does
+//! the same for a cancel's walk of a tree, and `allocations`, which needs a counting global
+//! allocator) write JSON files to [`results_dir`]. `report.py` beside
 //! this crate's manifest turns both into `BENCHMARKS.md`.
 
 use std::fmt::Write as _;
@@ -68,6 +69,22 @@ impl Invocation {
     }
 }
 
+/// The quartiles of `values` (nearest rank): the first, the median, the third.
+///
+/// # Panics
+///
+/// If `values` is empty.
+pub fn quartiles(values: &[f64]) -> [f64; 3] {
+    assert!(!values.is_empty(), "no values to take quartiles of");
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = |p: f64| {
+        let index = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+        sorted[index]
+    };
+    [rank(0.25), rank(0.5), rank(0.75)]
+}
+
 /// Order statistics of a set of latency samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -126,6 +143,13 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quartiles_are_nearest_rank() {
+        let values: Vec<f64> = (1..=8).rev().map(f64::from).collect();
+        assert_eq!(quartiles(&values), [2.0, 4.0, 6.0]);
+        assert_eq!(quartiles(&[3.0]), [3.0, 3.0, 3.0]);
+    }
 
     #[test]
     fn summary_uses_nearest_rank_percentiles() {

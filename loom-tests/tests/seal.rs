@@ -1,8 +1,10 @@
-//! Sealing: a job's fate is decided once, under its token's lock. A cancel (from the handle,
+//! Sealing: a job's fate is decided once, by its token's flag (under the token's lock, or by
+//! one compare-exchange while nothing is attached to the token). A cancel (from the handle,
 //! its drop, an abort handle or a race) either wins before the job finished, and then the job
 //! counts as cancelled, or it finds the token sealed and changes nothing. The caller's own
 //! token is never touched by the job.
 
+use loom_tests::sync::{Arc, AtomicBool, Ordering};
 use loom_tests::{JoinableSpawner, block_on, model, thread};
 use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, stats};
 
@@ -90,6 +92,39 @@ fn sealing_vs_cancel_when() {
             }
             Err(other) => panic!("unexpected {other}"),
         }
+    });
+}
+
+/// A registration on a plain job's token racing the seal of its finish, which takes no lock
+/// while nothing is attached: the callback runs exactly when the cancel that follows it won,
+/// and a callback that can never run is dropped by the time the job is done, not kept.
+#[test]
+fn registration_vs_lock_free_seal() {
+    model("registration_vs_lock_free_seal", || {
+        let spawner = JoinableSpawner::default();
+        let job = AbortableNative::spawn_on(&spawner, |_| 1).unwrap();
+        let token = job.token();
+        let ran = Arc::new(AtomicBool::new(false));
+        let witness = Arc::new(());
+        let (flag, held) = (ran.clone(), witness.clone());
+        let guard = token.on_cancel(move |_| {
+            let _held = &held;
+            flag.store(true, Ordering::SeqCst);
+        });
+        let cancelled = job.cancel(CancelReason::Requested);
+        spawner.join_all();
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            cancelled,
+            "the callback runs exactly when the cancel won"
+        );
+        assert_eq!(cancelled, token.is_cancelled());
+        assert_eq!(
+            Arc::strong_count(&witness),
+            1,
+            "a callback that ran, or never can, is dropped by the time the job is done"
+        );
+        drop(guard);
     });
 }
 

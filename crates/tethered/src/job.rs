@@ -366,7 +366,7 @@ where
     /// Publishes `result` and wakes whoever waits for it.
     ///
     /// First the job's token is sealed: from here on a cancel is a no-op that says so (returns
-    /// `false`), so "finished" and "cancelled" are decided in one place, the token's lock.
+    /// `false`), so "finished" and "cancelled" are decided in one place, the token's flag.
     fn finish(&self, result: Result<T, NativeError>) {
         self.source.state.seal();
         let mut state = sync::lock(&self.state);

@@ -63,7 +63,7 @@
 //! - Dropping an unfinished [`AbortableNative`] cancels its token with [`CancelReason::Dropped`].
 //! - One lifecycle per job: every job runs on its own token (a child of the token the caller
 //!   gives, if any), and finishing seals it. A cancel and a finish are decided in one place,
-//!   under that token's lock: cancelling or dropping a finished job changes nothing (its
+//!   that token's state word: cancelling or dropping a finished job changes nothing (its
 //!   `cancel` returns `false`), a job never cancels its caller's token or its siblings, and
 //!   [`CancelWhen`] (every adapter's `timeout`) never drops a result that was published.
 //! - A job cancelled before its closure started never runs its closure.

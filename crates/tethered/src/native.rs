@@ -553,7 +553,7 @@ impl AbortHandle {
 /// Cancels a job from outside (its handle, an abort handle, their drops): `true` only if this
 /// call cancelled it.
 ///
-/// One decision point: the job's token's lock. A job that finished has sealed its token, so
+/// One decision point: the job's token's flag. A job that finished has sealed its token, so
 /// the cancel is a no-op; one that has not is cancelled before it can seal, and a job still
 /// waiting (queued in a pool or a scope) finishes now instead of when a thread reaches it.
 ///

@@ -11,12 +11,21 @@
 //!    └─────────────▶ SEALED       (never cancelled: later cancels are no-ops)
 //! ```
 //!
+//! A new root starts as [`BARE`]: active, and nothing ever attached to it (no registration, no
+//! child, no parent), as a plain job's token stays until its job finishes. Such a token has
+//! nothing for a seal to take out or cut, so a seal is one compare-exchange of the flag, with
+//! no lock; every holder of the lock makes it [`ACTIVE`] first (`flag_under_lock`), before it
+//! can attach anything.
+//!
 //! # Invariants
 //!
 //! 1. `flag` leaves [`ACTIVE`] at most once, for [`CANCELLED`] or [`SEALED`], inside the
 //!    critical section of `shared` that also stores `reason` (for a cancel). So a cancel and a
 //!    seal are decided in one place: whichever takes the lock first wins, and the other is a
 //!    no-op that says so. Whoever sees `CANCELLED` and then takes the lock finds the reason.
+//!    `BARE` leaves by a compare-exchange, for `SEALED` (a seal, without the lock) or for
+//!    `ACTIVE` (a holder of the lock): the flag word decides between the two, and the loser
+//!    sees the winner's value.
 //! 2. Once the flag left `ACTIVE`, nothing is added to `wakers` or `children`, and callbacks are
 //!    added only while `draining` (the cancel's own callbacks are still being run; a late one
 //!    waits its turn, in order). A registration after that runs inline (cancelled) or is
@@ -72,6 +81,8 @@ const ACTIVE: u8 = 0;
 const CANCELLED: u8 = 1;
 /// `flag`: sealed; the token will never be cancelled (its job finished, or it is `never()`).
 const SEALED: u8 = 2;
+/// `flag`: active, and nothing was ever attached (invariant 1): sealed without the lock.
+const BARE: u8 = 3;
 
 /// What runs when a token is cancelled: a closure registered with `on_cancel`, or the crate's
 /// own hook of a job (which needs no allocation of its own).
@@ -196,7 +207,7 @@ pub(crate) enum Registered {
 impl TokenState {
     /// A new root token, not cancelled.
     pub(crate) fn root() -> TokenRef {
-        TokenRef::new(Self::with_flag(ACTIVE))
+        TokenRef::new(Self::with_flag(BARE))
     }
 
     /// A token that can never be cancelled.
@@ -221,11 +232,27 @@ impl TokenState {
         }
     }
 
-    /// The flag, read by a holder of `shared`.
+    /// The flag, read by a holder of `shared`: [`ACTIVE`], [`CANCELLED`] or [`SEALED`]. A
+    /// [`BARE`] token becomes `ACTIVE` here, since the caller may be about to attach something
+    /// to it, unless a seal won the flag first.
     fn flag_under_lock(&self) -> u8 {
-        // ORDERING: Relaxed: the flag only changes under `shared`, which the caller holds, so
-        // the lock already orders this load after every store.
-        self.flag.load(Ordering::Relaxed)
+        // ORDERING: Relaxed: every value but BARE's exit changes only under `shared`, which
+        // the caller holds, so the lock orders this load after those stores. BARE's exit is
+        // decided by the compare-exchange below, which sees the latest value whatever its
+        // ordering; a lock-free seal publishes nothing the caller then reads (a bare token has
+        // no registration, child or parent for it to take out), so Relaxed is enough there too.
+        match self.flag.load(Ordering::Relaxed) {
+            BARE => {
+                match self
+                    .flag
+                    .compare_exchange(BARE, ACTIVE, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => ACTIVE,
+                    Err(sealed) => sealed,
+                }
+            }
+            flag => flag,
+        }
     }
 
     /// One atomic load, no lock.
@@ -339,6 +366,16 @@ impl TokenState {
     /// first (then the cancel stands). Callbacks and wakers still registered are dropped: they
     /// can never run.
     pub(crate) fn seal(&self) -> bool {
+        // ORDERING: Release, as the store below; a failure (the token is not bare) is looked
+        // at again under the lock, which orders it.
+        if self
+            .flag
+            .compare_exchange(BARE, SEALED, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            // Nothing attached: nothing to take out, leave or cut loose (invariant 1).
+            return true;
+        }
         let (taken, children, linked) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {

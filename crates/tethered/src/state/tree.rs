@@ -181,7 +181,8 @@ impl TokenState {
         // ORDERING: Acquire pairs with the Release store of the flag: a token that left ACTIVE
         // gave up its children in the critical section that stored it, and the thread that
         // stored it takes it out of its parent's list (`leave_parent`), so nothing is left to
-        // do here. A stale ACTIVE is looked at again under the lock.
+        // do here. A stale ACTIVE is looked at again under the lock. A BARE token (a root that
+        // nothing was ever attached to) has no children to move either.
         if self.flag.load(Ordering::Acquire) != ACTIVE {
             return;
         }

@@ -18,7 +18,7 @@ use std::hint::black_box;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use benchmarks::{Invocation, Summary, quartiles, write_results};
+use benchmarks::{Invocation, Paired, write_results};
 
 /// Round trips per timed batch.
 const BATCH: u32 = 16;
@@ -29,20 +29,13 @@ type RoundTrip = fn() -> Pin<Box<dyn Future<Output = u64>>>;
 /// The paired rounds of one runtime, run inside its `block_on`.
 type Rounds = Pin<Box<dyn Future<Output = Paired>>>;
 
-/// Per-round results: the mean round trip of each variant's batch, and their ratio.
-#[derive(Debug, Default)]
-struct Paired {
-    raw: Vec<Duration>,
-    tethered: Vec<Duration>,
-    ratios: Vec<f64>,
-}
-
+/// The time of [`BATCH`] round trips, one after another.
 async fn batch(one: RoundTrip) -> Duration {
     let start = Instant::now();
     for _ in 0..BATCH {
         black_box(one().await);
     }
-    start.elapsed() / BATCH
+    start.elapsed()
 }
 
 async fn rounds(raw: RoundTrip, tethered: RoundTrip, warm_up: usize, rounds: usize) -> Paired {
@@ -56,11 +49,7 @@ async fn rounds(raw: RoundTrip, tethered: RoundTrip, warm_up: usize, rounds: usi
             (batch(raw).await, tethered_time)
         };
         if round >= warm_up {
-            paired.raw.push(raw_time);
-            paired.tethered.push(tethered_time);
-            paired
-                .ratios
-                .push(tethered_time.as_secs_f64() / raw_time.as_secs_f64());
+            paired.push(raw_time, tethered_time, BATCH);
         }
     }
     paired
@@ -144,22 +133,7 @@ fn main() {
             continue;
         }
         let paired = block_on(Box::pin(rounds(*raw, *tethered, warm_up, count)));
-        let raw_summary = Summary::of(&paired.raw);
-        let tethered_summary = Summary::of(&paired.tethered);
-        let [q1, ratio, q3] = quartiles(&paired.ratios);
-        println!(
-            "{name:<10} raw median {:>8.0} ns  tethered median {:>8.0} ns  \
-             per-round ratio median {ratio:.3} (quartiles {q1:.3}-{q3:.3}, {} rounds)",
-            raw_summary.median_ns,
-            tethered_summary.median_ns,
-            paired.ratios.len()
-        );
-        fields.push(format!(
-            "\"{name}\": {{\"raw\": {}, \"tethered\": {}, \"ratio_median\": {ratio:.4}, \
-             \"ratio_q1\": {q1:.4}, \"ratio_q3\": {q3:.4}}}",
-            raw_summary.to_json(),
-            tethered_summary.to_json()
-        ));
+        fields.push(paired.report(name, "raw"));
     }
     if invocation.measure && invocation.filter.is_none() {
         write_results(

@@ -17,7 +17,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use benchmarks::{Invocation, Summary, quartiles, write_results};
+use benchmarks::{Invocation, Paired, write_results};
 use tethered::{CancelReason, CancelSource};
 use tokio_util::sync::CancellationToken;
 
@@ -69,14 +69,6 @@ impl Shape {
     }
 }
 
-/// Per-round results: each variant's cancel time per token, and their ratio.
-#[derive(Debug, Default)]
-struct Paired {
-    tokio_util: Vec<Duration>,
-    tethered: Vec<Duration>,
-    ratios: Vec<f64>,
-}
-
 fn time(cancel: impl FnOnce()) -> Duration {
     let start = Instant::now();
     cancel();
@@ -107,11 +99,7 @@ fn rounds(shape: Shape, warm_up: usize, rounds: usize) -> Paired {
         assert!(ours.iter().all(CancelSource::is_cancelled));
         assert!(theirs.iter().all(CancellationToken::is_cancelled));
         if round >= warm_up {
-            paired.tethered.push(ours_time / SIZE as u32);
-            paired.tokio_util.push(theirs_time / SIZE as u32);
-            paired
-                .ratios
-                .push(ours_time.as_secs_f64() / theirs_time.as_secs_f64());
+            paired.push(theirs_time, ours_time, SIZE as u32);
         }
         drop((ours, theirs));
     }
@@ -132,22 +120,7 @@ fn main() {
             continue;
         }
         let paired = rounds(shape, warm_up, count);
-        let tokio_util = Summary::of(&paired.tokio_util);
-        let tethered = Summary::of(&paired.tethered);
-        let [q1, ratio, q3] = quartiles(&paired.ratios);
-        println!(
-            "{name:<8} tokio-util median {:>6.1} ns  tethered median {:>6.1} ns per token  \
-             per-round ratio median {ratio:.3} (quartiles {q1:.3}-{q3:.3}, {} rounds)",
-            tokio_util.median_ns,
-            tethered.median_ns,
-            paired.ratios.len()
-        );
-        fields.push(format!(
-            "\"{name}\": {{\"tokio_util\": {}, \"tethered\": {}, \"ratio_median\": {ratio:.4}, \
-             \"ratio_q1\": {q1:.4}, \"ratio_q3\": {q3:.4}}}",
-            tokio_util.to_json(),
-            tethered.to_json()
-        ));
+        fields.push(paired.report(name, "tokio_util"));
     }
     if invocation.measure && invocation.filter.is_none() {
         write_results(

@@ -85,6 +85,56 @@ pub fn quartiles(values: &[f64]) -> [f64; 3] {
     [rank(0.25), rank(0.5), rank(0.75)]
 }
 
+/// The samples of a paired comparison: each round timed the baseline and tethered back to
+/// back (`round_trip_paired`, `tree_paired`), so drift slower than a round cancels out of the
+/// per-round ratio.
+#[derive(Debug, Default)]
+pub struct Paired {
+    /// The baseline's time per unit (a round trip, a token), one per round.
+    pub baseline: Vec<Duration>,
+    /// tethered's time per unit, one per round.
+    pub tethered: Vec<Duration>,
+    /// tethered / baseline, one per round.
+    pub ratios: Vec<f64>,
+}
+
+impl Paired {
+    /// Records one round: the time each variant took for `units` of its work. The ratio comes
+    /// from the totals, before the division to a time per unit rounds them.
+    pub fn push(&mut self, baseline: Duration, tethered: Duration, units: u32) {
+        self.ratios
+            .push(tethered.as_secs_f64() / baseline.as_secs_f64());
+        self.baseline.push(baseline / units);
+        self.tethered.push(tethered / units);
+    }
+
+    /// Prints the case's line (medians per unit, and the ratio's median and quartiles) and
+    /// returns its JSON field, `"name": {...}`, with the baseline's summary under
+    /// `baseline_key`.
+    ///
+    /// # Panics
+    ///
+    /// If no round was recorded.
+    pub fn report(&self, name: &str, baseline_key: &str) -> String {
+        let baseline = Summary::of(&self.baseline);
+        let tethered = Summary::of(&self.tethered);
+        let [q1, ratio, q3] = quartiles(&self.ratios);
+        println!(
+            "{name:<10} {baseline_key} median {:>8.1} ns  tethered median {:>8.1} ns  \
+             per-round ratio median {ratio:.3} (quartiles {q1:.3}-{q3:.3}, {} rounds)",
+            baseline.median_ns,
+            tethered.median_ns,
+            self.ratios.len()
+        );
+        format!(
+            "\"{name}\": {{\"{baseline_key}\": {}, \"tethered\": {}, \"ratio_median\": {ratio:.4}, \
+             \"ratio_q1\": {q1:.4}, \"ratio_q3\": {q3:.4}}}",
+            baseline.to_json(),
+            tethered.to_json()
+        )
+    }
+}
+
 /// Order statistics of a set of latency samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -143,6 +193,25 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paired_ratios_come_from_the_totals() {
+        let mut paired = Paired::default();
+        paired.push(
+            Duration::from_nanos(3_000),
+            Duration::from_nanos(2_999),
+            1_000,
+        );
+        assert_eq!(paired.baseline, [Duration::from_nanos(3)]);
+        assert_eq!(paired.tethered, [Duration::from_nanos(2)]);
+        assert!((paired.ratios[0] - 2_999.0 / 3_000.0).abs() < 1e-12);
+        let field = paired.report("case", "raw");
+        assert!(
+            field.starts_with("\"case\": {\"raw\": {\"samples\": 1,"),
+            "{field}"
+        );
+        assert!(field.contains("\"ratio_median\": 0.9997"), "{field}");
+    }
 
     #[test]
     fn quartiles_are_nearest_rank() {

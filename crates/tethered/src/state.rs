@@ -641,6 +641,70 @@ impl std::fmt::Debug for TokenState {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::{ACTIVE, BARE, Callback, Registered, SEALED, TokenState};
+    use crate::CancelReason;
+    use crate::sync::{self, Arc};
+
+    /// A callback that records whether it ran, and holds `witness` until it is dropped.
+    fn recording(ran: &Arc<AtomicBool>, witness: &Arc<()>) -> Callback {
+        let (ran, witness) = (ran.clone(), witness.clone());
+        Callback::Boxed(Box::new(move |_| {
+            let _witness = &witness;
+            ran.store(true, Ordering::SeqCst);
+        }))
+    }
+
+    /// A root nothing was attached to seals without its lock; after that it behaves as any
+    /// sealed token: a cancel is a no-op and a registration is dropped unrun at once.
+    #[test]
+    fn a_bare_root_seals_and_then_refuses_everything() {
+        let token = TokenState::root();
+        assert_eq!(token.flag.load(Ordering::Relaxed), BARE);
+        assert!(token.seal());
+        assert_eq!(token.flag.load(Ordering::Relaxed), SEALED);
+        assert!(token.seal(), "a second seal still reports sealed");
+        assert!(!token.cancel(CancelReason::Requested));
+        let (ran, witness) = (Arc::new(AtomicBool::new(false)), Arc::new(()));
+        assert!(matches!(
+            token.register_callback(recording(&ran, &witness)),
+            Registered::Settled
+        ));
+        assert!(!ran.load(Ordering::SeqCst));
+        assert_eq!(Arc::strong_count(&witness), 1, "dropped at once");
+        let child = TokenState::child_of(&token);
+        assert!(!child.is_cancelled());
+        assert!(sync::lock(&child.arc().shared).parent.is_none());
+    }
+
+    /// Anything attached makes a root active for good, so its seal takes the lock and lets go
+    /// of what is attached; a cancel of a bare root works as before.
+    #[test]
+    fn an_attached_root_seals_under_its_lock_and_a_bare_one_cancels() {
+        let token = TokenState::root();
+        let (ran, witness) = (Arc::new(AtomicBool::new(false)), Arc::new(()));
+        let Registered::Pending(key) = token.register_callback(recording(&ran, &witness)) else {
+            panic!("an active token keeps the callback");
+        };
+        assert_eq!(token.flag.load(Ordering::Relaxed), ACTIVE);
+        token.deregister_callback(key);
+        assert_eq!(
+            token.flag.load(Ordering::Relaxed),
+            ACTIVE,
+            "stays active with nothing left"
+        );
+        let child = TokenState::child_of(&token);
+        assert!(token.seal());
+        assert!(sync::lock(&child.arc().shared).parent.is_none());
+
+        let bare = TokenState::root();
+        assert!(bare.cancel(CancelReason::Timeout));
+        assert_eq!(bare.reason(), Some(CancelReason::Timeout));
+        assert!(!bare.seal(), "a cancel that won stands");
+        assert!(!ran.load(Ordering::SeqCst));
+    }
+
     /// An idle child token (its `Arc` allocation: two counts and the state) costs no more than
     /// tokio-util's child token: with the parent's list entry, the allocation benchmark counts
     /// 124.3 bytes per child for each when this allocation is 112 bytes (at 120 it counted

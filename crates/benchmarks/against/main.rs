@@ -1,0 +1,126 @@
+//! Paired round trips of the core in this tree against the core at another revision, built by
+//! `against.py` beside this file into a scratch crate that depends on both (not a member of
+//! the workspace). Each round times a batch of round trips of the raw primitive, the other
+//! revision's adapter and this tree's, in rotation, so drift slower than a round cancels out
+//! of the per-round ratios.
+//!
+//! Run with: python3 crates/benchmarks/against.py <revision>
+
+use std::hint::black_box;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+/// Round trips per timed batch, as in `round_trip_paired`.
+const BATCH: u32 = 16;
+/// Rounds before the measured ones.
+const WARM_UP: usize = 50;
+
+type RoundTrip = fn() -> Pin<Box<dyn Future<Output = u64>>>;
+
+async fn batch(one: RoundTrip) -> Duration {
+    let start = Instant::now();
+    for _ in 0..BATCH {
+        black_box(one().await);
+    }
+    start.elapsed()
+}
+
+/// The first quartile, the median and the third quartile (nearest rank).
+fn quartiles(mut values: Vec<f64>) -> [f64; 3] {
+    values.sort_by(f64::total_cmp);
+    let rank = |p: f64| {
+        let index = ((p * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1;
+        values[index]
+    };
+    [rank(0.25), rank(0.5), rank(0.75)]
+}
+
+/// `[raw, other revision, this tree]`, rotated each round; returns the quartiles of other/raw,
+/// this/raw and this/other.
+async fn rounds(variants: [RoundTrip; 3], count: usize) -> [[f64; 3]; 3] {
+    let mut ratios: [Vec<f64>; 3] = Default::default();
+    for round in 0..WARM_UP + count {
+        let mut times = [0.0; 3];
+        for k in 0..3 {
+            let i = (round + k) % 3;
+            times[i] = batch(variants[i]).await.as_secs_f64();
+        }
+        if round >= WARM_UP {
+            ratios[0].push(times[1] / times[0]);
+            ratios[1].push(times[2] / times[0]);
+            ratios[2].push(times[2] / times[1]);
+        }
+    }
+    ratios.map(quartiles)
+}
+
+fn tokio_raw() -> Pin<Box<dyn Future<Output = u64>>> {
+    Box::pin(async {
+        tokio::task::spawn_blocking(|| black_box(1u64))
+            .await
+            .expect("the job ran")
+    })
+}
+
+fn tokio_other() -> Pin<Box<dyn Future<Output = u64>>> {
+    Box::pin(async {
+        other_tokio::spawn_native(|_token| black_box(1u64))
+            .await
+            .expect("the job ran")
+    })
+}
+
+fn tokio_this() -> Pin<Box<dyn Future<Output = u64>>> {
+    Box::pin(async {
+        this_tokio::spawn_native(|_token| black_box(1u64))
+            .await
+            .expect("the job ran")
+    })
+}
+
+fn smol_raw() -> Pin<Box<dyn Future<Output = u64>>> {
+    Box::pin(blocking::unblock(|| black_box(1u64)))
+}
+
+fn smol_other() -> Pin<Box<dyn Future<Output = u64>>> {
+    Box::pin(async {
+        other_smol::spawn_native(|_token| black_box(1u64))
+            .await
+            .expect("the job ran")
+    })
+}
+
+fn smol_this() -> Pin<Box<dyn Future<Output = u64>>> {
+    Box::pin(async {
+        this_smol::spawn_native(|_token| black_box(1u64))
+            .await
+            .expect("the job ran")
+    })
+}
+
+fn show(name: &str, [other, this, this_vs_other]: [[f64; 3]; 3]) {
+    let q = |[q1, median, q3]: [f64; 3]| format!("{median:.3} ({q1:.3}-{q3:.3})");
+    println!(
+        "{name:<6} other/raw {}  this/raw {}  this/other {}",
+        q(other),
+        q(this),
+        q(this_vs_other)
+    );
+}
+
+fn main() {
+    let count: usize = std::env::args()
+        .nth(1)
+        .map_or(5_000, |rounds| rounds.parse().expect("a number of rounds"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a tokio runtime");
+    show(
+        "tokio",
+        runtime.block_on(rounds([tokio_raw, tokio_other, tokio_this], count)),
+    );
+    show(
+        "smol",
+        futures_lite::future::block_on(rounds([smol_raw, smol_other, smol_this], count)),
+    );
+}

@@ -74,22 +74,30 @@ pub(crate) trait FinishObserver: Send + Sync {
     fn counters(&self) -> &Counters;
 }
 
+/// `repr(C)`, in the order a round trip touches the fields: the state's lock word and what a
+/// start and a finish read and write come first, next to the `Arc`'s counts, so that the pool
+/// thread and the awaiting thread pass as few cache lines between them as the layout allows.
+#[repr(C)]
 pub(crate) struct Job<T, F> {
-    id: u64,
-    options: JobOptions,
-    source: CancelSource,
     state: Mutex<State<T, F>>,
+    source: CancelSource,
+    observer: Option<Arc<dyn FinishObserver>>,
     /// Signalled when the job reaches `Finished` or is abandoned, if anyone sleeps on it
     /// (invariant 6).
     changed: Condvar,
-    observer: Option<Arc<dyn FinishObserver>>,
+    id: u64,
+    options: JobOptions,
     span: JobSpan,
 }
 
+/// `repr(C)` for the same reason as [`Job`]: the fields every job's start, finish and poll
+/// touch first, then the stage, then what only a cancel or an abandon touches.
+#[repr(C)]
 struct State<T, F> {
-    stage: Stage<T, F>,
     /// The handle's waker, woken on `Finished` or on abandon.
     waker: Option<Waker>,
+    /// Threads blocked on `changed` in `join_blocking` right now (invariant 6).
+    sleepers: usize,
     /// `spawn_on` got `Ok` from the spawner and the job counts in the stats.
     accepted: bool,
     /// The runner was dropped unrun before the spawner returned: the spawner refused the job.
@@ -98,24 +106,26 @@ struct State<T, F> {
     settled: bool,
     /// The job counts as detached (see the module docs).
     detached: bool,
-    /// The handle gave up waiting after the abandon grace.
-    abandoned: Option<Duration>,
     /// The handle is gone (dropped or detached): nobody will take the result, which is dropped
     /// (contained) as soon as it exists.
     released: bool,
-    /// When the job's cancel callback ran, for tracing the cancel-to-return time.
-    cancelled_at: Option<Instant>,
     /// The cancel event was traced (by the cancel callback or, if the closure returned
     /// before that callback ran, by the return).
     cancel_traced: bool,
-    /// Threads blocked on `changed` in `join_blocking` right now (invariant 6).
-    sleepers: usize,
     /// Registrations on the job's token that serve the job only (its abandon timer, its
     /// tracing, a scope's queue): dropped when the job finishes, so a source shared by many
     /// jobs does not collect one per finished job.
     guards: Vec<CallbackGuard>,
     /// The abandon deadline's timer entry: removed from the timer when the job finishes.
     timer: Option<crate::timer::TimerEntry>,
+    /// The closure until it starts, then the result. After the small fields: a closure's
+    /// captures can be of any size, and placed first they would push those off the first
+    /// cache lines.
+    stage: Stage<T, F>,
+    /// The handle gave up waiting after the abandon grace.
+    abandoned: Option<Duration>,
+    /// When the job's cancel callback ran, for tracing the cancel-to-return time.
+    cancelled_at: Option<Instant>,
 }
 
 enum Stage<T, F> {

@@ -5,9 +5,9 @@
 //! (`latency`, which needs medians and percentiles that criterion does not report,
 //! `round_trip_paired`, which alternates two variants batch by batch, `tree_paired`, which does
 //! the same for a cancel's walk of a tree, and `allocations`, which needs a counting global
-//! allocator) write JSON files to [`results_dir`]. `report.py` beside
-//! this crate's manifest turns both into `BENCHMARKS.md`. `against.py` beside it compares this
-//! tree's round trips with those of another git revision of tethered.
+//! allocator) write JSON files to [`results_dir`]. `report.py` beside this crate's manifest
+//! turns both into `BENCHMARKS.md`; `against.py` beside it compares this tree's round trips
+//! with those of another git revision of tethered.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

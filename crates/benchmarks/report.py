@@ -552,7 +552,7 @@ def write_report():
         "- **A plain job's token seals without its lock** (`state.rs`, the bare state): a "
         "root that nothing was ever attached to seals with one compare-exchange of its flag. "
         "With the seal removed outright (a measurement only: it breaks the guarantee), tokio "
-        "new core / old core was 0.998–1.002 in three runs of the scratch crate above, against "
+        "new core / old core was 0.995–1.002 in six runs of the scratch crate above, against "
         "1.007–1.020 with the locked seal; with the compare-exchange, 1.001–1.009. With "
         "`against.py 83b3fe5` (the core before its second pass), after every change above: "
         "tokio 0.994–1.005, smol 1.012–1.016 in three runs of 5,000 rounds (quartiles about "

@@ -50,12 +50,20 @@ def workspace_version(manifest):
 
 
 def renumber(tree):
-    """Gives every crate of `tree` the version OTHER_VERSION, and its path dependencies too."""
+    """Gives every crate of `tree` the version OTHER_VERSION, and its path dependencies too.
+
+    Only a line that sets a package's own version (`version = "..."` alone) or names a path
+    dependency is rewritten: a registry dependency that happens to have the same version
+    keeps it.
+    """
     old = workspace_version(tree / "Cargo.toml")
+    pattern = re.compile(rf'\bversion = "{re.escape(old)}"')
     for manifest in [tree / "Cargo.toml", *tree.glob("crates/*/Cargo.toml")]:
-        text = manifest.read_text()
-        text = re.sub(rf'\bversion = "{re.escape(old)}"', f'version = "{OTHER_VERSION}"', text)
-        manifest.write_text(text)
+        lines = manifest.read_text().splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if line.startswith("version = ") or "path = " in line:
+                lines[i] = pattern.sub(f'version = "{OTHER_VERSION}"', line)
+        manifest.write_text("".join(lines))
 
 
 def harness_manifest(tree):

@@ -79,7 +79,8 @@ impl CancelToken {
     /// });
     /// started.recv().unwrap();
     /// job.cancel(CancelReason::Timeout);
-    /// assert_eq!(job.join_blocking().unwrap(), (true, true)); // ended by the cancel
+    /// let stopped = job.join_blocking().unwrap_err();
+    /// assert_eq!(stopped.into_returned(), Some((true, true))); // ended by the cancel
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn arm<R, F>(&self, resource: R, unblock: F) -> Armed<R>

@@ -4,21 +4,36 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
+use crate::error::NativeError;
 use crate::handle::Tethered;
 use crate::native::AbortableNative;
 use crate::reason::CancelReason;
 
 pin_project! {
     /// Awaits a job; if `signal` completes first, cancels the job with a chosen reason and
-    /// resolves at once to `Err(NativeError::Cancelled(reason))`, without waiting for the
-    /// closure. Made by [`Tethered::cancel_when`] (and [`AbortableNative::cancel_when`]) for
-    /// any [`Tethered`] handle.
+    /// stops waiting. Made by [`Tethered::cancel_when`] (and [`AbortableNative::cancel_when`])
+    /// for any [`Tethered`] handle; the adapters' `timeout` functions are this with their
+    /// runtime's sleep and [`CancelReason::Timeout`], so native code can tell a timeout from a
+    /// dropped caller.
     ///
-    /// The adapters' `timeout` functions are this with their runtime's sleep and
-    /// [`CancelReason::Timeout`], so native code can tell a timeout from a dropped caller.
+    /// It resolves to:
+    ///
+    /// - the job's own result, if the job finished first, or if it was finished by the time
+    ///   the cancel was made: it had not started (`Err(NativeError::Cancelled { reason,
+    ///   returned: None })`), or its closure saw the cancel and returned at once
+    ///   (`returned: Some(value)`);
+    /// - `Err(NativeError::Abandoned { reason, grace: Duration::ZERO })` if the closure was
+    ///   still running: it returns in its own time, counted in [`stats()`](crate::stats) until
+    ///   it does. Pass `&mut job` to keep the handle, and await it afterwards for what the
+    ///   closure returned (`Err(NativeError::Cancelled { reason, returned })`); a handle whose
+    ///   result this future already delivered must not be awaited again.
+    ///
+    /// A result published as the signal fires is never lost: the job's token decides once
+    /// between its finish and the cancel.
     #[must_use = "futures do nothing unless polled"]
     pub struct CancelWhen<J, S> {
         job: Option<J>,
@@ -33,8 +48,8 @@ pin_project! {
 
 impl<T> AbortableNative<T> {
     /// Races the job against `signal`. If the job finishes first, its result; if `signal`
-    /// completes first, the job is cancelled with `reason` and the future resolves to
-    /// `Err(NativeError::Cancelled(reason))` right away; the closure then returns in its own
+    /// completes first, the job is cancelled with `reason` and the future stops waiting at
+    /// once (see [`CancelWhen`] for what it resolves to); the closure then returns in its own
     /// time, counted in [`stats()`](crate::stats) until it does.
     ///
     /// ```
@@ -43,8 +58,10 @@ impl<T> AbortableNative<T> {
     /// let job = AbortableNative::spawn(|token| token.wait());
     /// let token = job.token();
     /// let raced = job.cancel_when(std::future::ready(()), CancelReason::Shutdown);
-    /// let result = futures_executor::block_on(raced);
-    /// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Shutdown))));
+    /// let err = futures_executor::block_on(raced).unwrap_err();
+    /// // Stopped at once: `Cancelled` if it had not started, `Abandoned` if it was running.
+    /// assert!(matches!(err, NativeError::Cancelled { .. } | NativeError::Abandoned { .. }));
+    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown));
     /// assert_eq!(token.reason(), Some(CancelReason::Shutdown));
     /// ```
     pub fn cancel_when<S: Future>(self, signal: S, reason: CancelReason) -> CancelWhen<Self, S> {
@@ -97,24 +114,35 @@ impl<J: Tethered, S: Future> Future for CancelWhen<J, S> {
             .job
             .as_ref()
             .expect("`CancelWhen` holds its job until it completes");
-        if job.cancel(reason.clone()) {
-            *this.job = None;
-            return Poll::Ready(Err(crate::NativeError::Cancelled(reason)));
-        }
-        match job.token().reason() {
-            // Cancelled earlier for another reason, which is then the one to report.
-            Some(earlier) => {
-                *this.job = None;
-                Poll::Ready(Err(crate::NativeError::Cancelled(earlier)))
+        let reason = if job.cancel(reason.clone()) {
+            reason
+        } else {
+            match job.token().reason() {
+                // Cancelled earlier for another reason, which is then the one to report.
+                Some(earlier) => earlier,
+                // The job finished first (its token is sealed): its result must not be lost.
+                // It is published right after the seal, and the job's poll above registered
+                // our waker for it.
+                None => {
+                    *this.finishing = true;
+                    return Poll::Pending;
+                }
             }
-            // The job finished first (its token is sealed): its result must not be lost. It
-            // is published right after the seal, and the job's poll above registered our
-            // waker for it.
-            None => {
-                *this.finishing = true;
-                Poll::Pending
-            }
-        }
+        };
+        let job = this
+            .job
+            .as_mut()
+            .expect("`CancelWhen` holds its job until it completes");
+        // A job whose closure had not started finished in the cancel: its own answer.
+        let result = match Pin::new(job).poll(cx) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(NativeError::Abandoned {
+                reason,
+                grace: Duration::ZERO,
+            }),
+        };
+        *this.job = None;
+        Poll::Ready(result)
     }
 }
 

@@ -8,46 +8,101 @@ use std::time::Duration;
 use crate::reason::CancelReason;
 use crate::sync::DataMutex;
 
-/// Why an [`AbortableNative`](crate::AbortableNative) produced no value.
+/// Why a tethered job produced no plain result: it was stopped, it panicked, or its caller
+/// stopped waiting. `T` is the job's output type, so a stopped job can hand back what its
+/// closure returned.
+///
+/// Every handle to tethered work resolves to `Result<T, NativeError<T>>`, and reads the same
+/// way whoever stopped it (a drop, a timeout, a deadline, a parent token, a scope, a shutdown,
+/// an explicit cancel):
+///
+/// | What happened | The closure | The handle gives |
+/// | --- | --- | --- |
+/// | The job finished and no cancel came before its closure returned | returned `v` | `Ok(v)` |
+/// | A cancel came while the closure ran | returned `v` (a partial result, or all of it) | `Err(Cancelled { reason, returned: Some(v) })` |
+/// | A cancel came before the closure started | never runs | `Err(Cancelled { reason, returned: None })` |
+/// | The pool dropped the job unrun (it shut down) | never runs | `Err(Cancelled { reason: Shutdown, returned: None })` |
+/// | A cancel came after the closure returned | returned `v` | `Ok(v)`; the cancel returns `false` |
+/// | The closure panicked | panicked | `Err(Panicked(..))` |
+/// | A `timeout` or [`cancel_when`](crate::Tethered::cancel_when) fired while the closure ran | still running | `Err(Abandoned { reason, grace: 0 })` at once (or the `Cancelled` row, if the closure returned before the timeout looked again) |
+/// | An [`abandon_after`](crate::Builder::abandon_after) grace passed after a cancel | still running | `Err(Abandoned { reason, grace })` |
+///
+/// So `Ok` always means "finished, not stopped"; `Cancelled` means "stopped, and the native
+/// code is done with the job"; `Abandoned` means "told to stop, and the caller stopped waiting
+/// while it still ran" (it is counted in [`stats()`](crate::stats)`.running` until it returns).
+/// The one decision between "finished" and "stopped" is the job's token: the closure's return
+/// seals it, and whichever of the seal and the cancel comes first wins.
 ///
 /// ```
-/// use tethered::{AbortableNative, NativeError};
+/// use tethered::{AbortableNative, CancelReason, NativeError};
 ///
-/// let job = AbortableNative::spawn(|_token| -> u32 { panic!("bad input") });
-/// let err = job.join_blocking().unwrap_err();
-/// assert!(err.is_panic());
-/// assert_eq!(err.to_string(), "native job panicked: bad input");
-/// let payload = err.into_panic();
-/// assert_eq!(payload.downcast_ref::<&str>(), Some(&"bad input"));
+/// let (started_tx, started) = std::sync::mpsc::channel();
+/// let job = AbortableNative::spawn(move |token| {
+///     started_tx.send(()).unwrap();
+///     let mut steps = 0u64;
+///     while !token.is_cancelled() {
+///         steps += 1;
+///     }
+///     steps // a partial result
+/// });
+/// started.recv().unwrap();
+/// job.cancel(CancelReason::Timeout);
+/// match job.join_blocking() {
+///     Err(NativeError::Cancelled { reason, returned }) => {
+///         assert_eq!(reason, CancelReason::Timeout);
+///         assert!(returned.is_some()); // what the closure returned once it saw the cancel
+///     }
+///     other => panic!("{other:?}"),
+/// }
 /// ```
+///
+/// The error holds a `T`, so `Result<T, NativeError<T>>` is about twice the size of `T`: for
+/// a large `T`, clippy's `result_large_err` asks a function returning it to box something
+/// (`map_err(NativeError::without_returned)` drops the value, or return the `T` boxed).
+///
+/// `NativeError<T>` is a [`std::error::Error`] whatever `T` is (its `Debug` shows whether a
+/// value came back, not the value), so `?` turns it into a `Box<dyn Error + Send + Sync>` or
+/// an `anyhow::Error` when `T` is `Send + Sync + 'static`; [`without_returned`](Self::without_returned)
+/// drops the value for the other cases.
 #[non_exhaustive]
-#[derive(Debug)]
-pub enum NativeError {
-    /// No result because of a cancel: the job was cancelled before its closure started (so the
-    /// closure never ran), the spawner dropped it unrun (reported as
-    /// [`CancelReason::Shutdown`]), or the caller stopped waiting (an adapter's `timeout`).
-    ///
-    /// A closure that starts and then sees its token cancelled returns normally: whatever it
-    /// returns arrives as `Ok`.
-    Cancelled(CancelReason),
+pub enum NativeError<T> {
+    /// The job was stopped by a cancel before it could finish, and its native code is done
+    /// with it: either the closure never ran (`returned` is `None`: the cancel came before it
+    /// started, or the pool dropped it unrun with [`CancelReason::Shutdown`]), or it ran, saw
+    /// the cancel (or not) and returned `returned`.
+    Cancelled {
+        /// Why the job was cancelled.
+        reason: CancelReason,
+        /// What the closure returned after the cancel, if it ran.
+        returned: Option<T>,
+    },
     /// The closure panicked; the panic was caught on the native thread.
     Panicked(JobPanic),
-    /// The job was cancelled and its closure was still running `grace` later, so the handle
-    /// stopped waiting (the job was built with
-    /// [`Builder::abandon_after`](crate::Builder::abandon_after)). The closure runs on,
-    /// counted in [`stats()`](crate::stats)`.detached` until it returns.
+    /// The job was cancelled and the caller stopped waiting while its closure still ran: at
+    /// once, when a `timeout` or [`cancel_when`](crate::Tethered::cancel_when) fired
+    /// (`grace` is zero), or `grace` after the cancel for a job built with
+    /// [`Builder::abandon_after`](crate::Builder::abandon_after). The closure runs on until it
+    /// notices, counted in [`stats()`](crate::stats)`.running`.
     Abandoned {
         /// Why the job was cancelled.
         reason: CancelReason,
-        /// How long the handle waited after the cancel.
+        /// How long the caller waited after the cancel.
         grace: Duration,
     },
 }
 
-impl NativeError {
-    /// Whether the job produced no result because of a cancel.
+impl<T> NativeError<T> {
+    /// A job stopped before its closure ran (or whose closure returned nothing to keep).
+    pub(crate) fn cancelled(reason: CancelReason) -> Self {
+        NativeError::Cancelled {
+            reason,
+            returned: None,
+        }
+    }
+
+    /// Whether the job was stopped by a cancel and its native code is done with it.
     pub fn is_cancelled(&self) -> bool {
-        matches!(self, NativeError::Cancelled(_))
+        matches!(self, NativeError::Cancelled { .. })
     }
 
     /// Whether the closure panicked.
@@ -55,21 +110,83 @@ impl NativeError {
         matches!(self, NativeError::Panicked(_))
     }
 
-    /// The cancel's reason, if this is [`NativeError::Cancelled`] or [`NativeError::Abandoned`].
-    pub fn cancel_reason(&self) -> Option<&CancelReason> {
-        match self {
-            NativeError::Cancelled(reason) | NativeError::Abandoned { reason, .. } => Some(reason),
-            NativeError::Panicked(_) => None,
-        }
-    }
-
-    /// Whether the handle stopped waiting for a cancelled job that kept running.
+    /// Whether the caller stopped waiting for a cancelled job that kept running.
     pub fn is_abandoned(&self) -> bool {
         matches!(self, NativeError::Abandoned { .. })
     }
 
+    /// Why the job was stopped: the cancel's reason, if this is [`NativeError::Cancelled`] or
+    /// [`NativeError::Abandoned`].
+    pub fn cancel_reason(&self) -> Option<&CancelReason> {
+        match self {
+            NativeError::Cancelled { reason, .. } | NativeError::Abandoned { reason, .. } => {
+                Some(reason)
+            }
+            NativeError::Panicked(_) => None,
+        }
+    }
+
+    /// What the closure returned after the cancel, if it ran and returned.
+    pub fn returned(&self) -> Option<&T> {
+        match self {
+            NativeError::Cancelled { returned, .. } => returned.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Takes what the closure returned after the cancel, if it ran and returned.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// let token = job.token();
+    /// job.cancel(CancelReason::Requested);
+    /// let err = job.join_blocking().unwrap_err();
+    /// // `Some` if the closure had started (it returned the reason it saw), `None` if not.
+    /// if let Some(seen) = err.into_returned() {
+    ///     assert_eq!(seen, CancelReason::Requested);
+    /// }
+    /// # drop(token);
+    /// ```
+    pub fn into_returned(self) -> Option<T> {
+        match self {
+            NativeError::Cancelled { returned, .. } => returned,
+            _ => None,
+        }
+    }
+
+    /// The same error with what the closure returned dropped: for a `?` into an error type
+    /// that needs `T: Sync`, or for a caller that only wants to know why.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, NativeError};
+    ///
+    /// fn why(err: NativeError<std::cell::Cell<u8>>) -> Box<dyn std::error::Error + Send + Sync> {
+    ///     err.without_returned().into() // `Cell` is not `Sync`; `()` is
+    /// }
+    /// let err = why(NativeError::from(tethered::Cancelled::new(CancelReason::Timeout)));
+    /// assert_eq!(err.to_string(), "native job cancelled: the deadline passed");
+    /// ```
+    pub fn without_returned(self) -> NativeError<()> {
+        self.map_returned(drop)
+    }
+
+    /// The same error with what the closure returned mapped by `f` (a bridge converting a
+    /// partial result to its own type).
+    pub fn map_returned<U>(self, f: impl FnOnce(T) -> U) -> NativeError<U> {
+        match self {
+            NativeError::Cancelled { reason, returned } => NativeError::Cancelled {
+                reason,
+                returned: returned.map(f),
+            },
+            NativeError::Panicked(panic) => NativeError::Panicked(panic),
+            NativeError::Abandoned { reason, grace } => NativeError::Abandoned { reason, grace },
+        }
+    }
+
     /// The panic payload, or the error itself if it is not a panic.
-    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, NativeError> {
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, NativeError<T>> {
         match self {
             NativeError::Panicked(panic) => Ok(panic.into_payload()),
             other => Err(other),
@@ -89,14 +206,25 @@ impl NativeError {
     }
 }
 
-impl fmt::Display for NativeError {
+impl<T> fmt::Display for NativeError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NativeError::Cancelled(reason) => write!(f, "native job cancelled: {reason}"),
+            NativeError::Cancelled { reason, returned } => {
+                write!(f, "native job cancelled: {reason}")?;
+                if returned.is_some() {
+                    f.write_str(" (its closure returned a value after the cancel)")?;
+                }
+                Ok(())
+            }
             NativeError::Panicked(panic) => match panic.message() {
                 Some(message) => write!(f, "native job panicked: {message}"),
                 None => f.write_str("native job panicked (with a payload that is not a string)"),
             },
+            NativeError::Abandoned { reason, grace } if grace.is_zero() => write!(
+                f,
+                "native job abandoned: cancelled ({reason}) and still running when the caller \
+                 stopped waiting; it runs on until it notices"
+            ),
             NativeError::Abandoned { reason, grace } => write!(
                 f,
                 "native job abandoned: cancelled ({reason}) and still running {grace:?} later; \
@@ -106,15 +234,39 @@ impl fmt::Display for NativeError {
     }
 }
 
-impl std::error::Error for NativeError {}
+/// Shows what happened and whether a value came back, not the value: so `NativeError<T>` is an
+/// error for every `T`.
+impl<T> fmt::Debug for NativeError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NativeError::Cancelled { reason, returned } => f
+                .debug_struct("Cancelled")
+                .field("reason", reason)
+                .field(
+                    "returned",
+                    &returned.as_ref().map(|_| std::any::type_name::<T>()),
+                )
+                .finish(),
+            NativeError::Panicked(panic) => f.debug_tuple("Panicked").field(panic).finish(),
+            NativeError::Abandoned { reason, grace } => f
+                .debug_struct("Abandoned")
+                .field("reason", reason)
+                .field("grace", grace)
+                .finish(),
+        }
+    }
+}
+
+impl<T> std::error::Error for NativeError<T> {}
 
 /// A [`Cancelled`](crate::Cancelled) from [`CancelToken::check`](crate::CancelToken::check) is a
-/// [`NativeError::Cancelled`], so a closure returning `Result<_, Cancelled>` composes with `?`.
+/// [`NativeError::Cancelled`] with nothing returned, so a closure returning `Result<_, Cancelled>`
+/// composes with `?`.
 ///
 /// ```
 /// use tethered::{AbortableNative, Cancelled, NativeError};
 ///
-/// fn run() -> Result<u32, NativeError> {
+/// fn run() -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
 ///     let job = AbortableNative::spawn(|token| -> Result<u32, Cancelled> {
 ///         token.check()?;
 ///         Ok(7)
@@ -123,17 +275,20 @@ impl std::error::Error for NativeError {}
 /// }
 /// assert_eq!(run().unwrap(), 7);
 /// ```
-impl From<crate::Cancelled> for NativeError {
+impl<T> From<crate::Cancelled> for NativeError<T> {
     fn from(cancelled: crate::Cancelled) -> Self {
-        NativeError::Cancelled(cancelled.into_reason())
+        NativeError::cancelled(cancelled.into_reason())
     }
 }
 
 /// A panic caught on a native thread: its message and payload.
+///
+/// Dropping it drops the payload contained: a panic from the payload's own `Drop` is counted in
+/// [`stats()`](crate::stats)`.drop_panics`, never unwound into the caller.
 pub struct JobPanic {
     message: Option<String>,
-    // Only here to make the error `Sync`; never contended.
-    payload: DataMutex<Box<dyn Any + Send + 'static>>,
+    // Only here to make the error `Sync`; never contended. `None` once taken.
+    payload: DataMutex<Option<Box<dyn Any + Send + 'static>>>,
 }
 
 impl JobPanic {
@@ -145,7 +300,7 @@ impl JobPanic {
         };
         JobPanic {
             message,
-            payload: DataMutex::new(payload),
+            payload: DataMutex::new(Some(payload)),
         }
     }
 
@@ -156,9 +311,19 @@ impl JobPanic {
 
     /// The payload, e.g. for [`std::panic::resume_unwind`].
     pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
-        self.payload
-            .into_inner()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.take_payload()
+            .expect("a `JobPanic` holds its payload until it is taken or dropped")
+    }
+
+    fn take_payload(&self) -> Option<Box<dyn Any + Send + 'static>> {
+        crate::sync::lock_data(&self.payload).take()
+    }
+}
+
+impl Drop for JobPanic {
+    fn drop(&mut self) {
+        // A payload's `Drop` is user code: a panic in it is counted in `drop_panics`.
+        crate::contain::drop_contained(self.take_payload());
     }
 }
 
@@ -175,10 +340,10 @@ impl fmt::Debug for JobPanic {
 /// ```
 /// use tethered::SpawnError;
 ///
-/// let err = SpawnError::no_runtime("tokio", "use `try_spawn_native` inside a runtime");
+/// let err = SpawnError::no_runtime("tokio", "call it from inside a runtime");
 /// assert_eq!(
 ///     err.to_string(),
-///     "no tokio runtime is running on this thread (use `try_spawn_native` inside a runtime)"
+///     "no tokio runtime is running on this thread (call it from inside a runtime)"
 /// );
 /// ```
 #[non_exhaustive]

@@ -2,6 +2,7 @@
 //! other crates' handles (a child process, a Python job) compose with one another.
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::error::NativeError;
 use crate::native::AbortableNative;
@@ -9,26 +10,39 @@ use crate::reason::CancelReason;
 use crate::token::CancelToken;
 
 /// A handle to work tethered to the future that awaits it: it resolves to
-/// `Result<Self::Value, NativeError>`, and it can be cancelled from the awaiting side with a
-/// reason the work can read.
+/// `Result<Self::Value, NativeError<Self::Value>>` (read the same way for every handle and
+/// whoever stopped the work: see [`NativeError`]), and it can be cancelled from the awaiting
+/// side with a reason the work can read.
 ///
 /// [`AbortableNative`] is one; crates built on tethered (a child process handle, a job behind a
 /// foreign event loop) implement it too, so that [`CancelWhen`](crate::CancelWhen) and every
-/// adapter's `timeout` accept them alike.
+/// adapter's `timeout` accept them alike. `&mut J` is one too: time out, keep the handle, and
+/// then wait for what the work returns.
 ///
 /// ```
 /// use tethered::{AbortableNative, CancelReason, NativeError, Tethered};
 ///
-/// // Anything `Tethered` can be raced against a signal.
-/// fn stop_on<J: Tethered>(job: J) -> tethered::CancelWhen<J, std::future::Ready<()>> {
-///     job.cancel_when(std::future::ready(()), CancelReason::Shutdown)
-/// }
-///
-/// let job = AbortableNative::spawn(|token| token.wait());
-/// let result = futures_executor::block_on(stop_on(job));
-/// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Shutdown))));
+/// let mut job = AbortableNative::spawn(|token| {
+///     let mut steps = 0u64;
+///     while !token.is_cancelled() {
+///         steps += 1;
+///     }
+///     steps
+/// });
+/// // Stop waiting at a signal (here one that is ready at once), but keep the handle...
+/// let waited = futures_executor::block_on((&mut job).cancel_when(std::future::ready(()), CancelReason::Timeout));
+/// assert!(waited.unwrap_err().cancel_reason() == Some(&CancelReason::Timeout));
+/// // ...then wait until the work has stopped, for what it returned.
+/// let stopped = futures_executor::block_on(job).unwrap_err();
+/// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
 /// ```
-pub trait Tethered: Future<Output = Result<Self::Value, NativeError>> + Unpin {
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tethered handle",
+    label = "expected a tethered handle (`AbortableNative`, `ProcessJob`, or `&mut` one of them)",
+    note = "a spawn that can fail returns `Result<handle, SpawnError>`: add `?` (or handle the error) before timing out or awaiting the handle",
+    note = "to time out and keep the handle, pass `&mut job`, then await `job` for what the work returned"
+)]
+pub trait Tethered: Future<Output = Result<Self::Value, NativeError<Self::Value>>> + Unpin {
     /// What the work produces when it finishes.
     type Value;
 
@@ -38,6 +52,16 @@ pub trait Tethered: Future<Output = Result<Self::Value, NativeError>> + Unpin {
 
     /// A token that is cancelled when the work is.
     fn token(&self) -> CancelToken;
+
+    /// Cancels the work with [`CancelReason::Timeout`] once `delay` has passed, unless it
+    /// finished first; awaiting the handle then waits for what the work returned. "Time out,
+    /// then wait until the work has stopped", on the crate's own timer (no runtime needed); the
+    /// deadline is the work's token's ([`CancelToken::deadline`]).
+    ///
+    /// # Errors
+    ///
+    /// Only if the timer thread is not running yet and the OS refuses to start it.
+    fn cancel_after(&self, delay: Duration) -> std::io::Result<()>;
 
     /// Races the work against `signal`; see [`CancelWhen`](crate::CancelWhen).
     fn cancel_when<S: Future>(self, signal: S, reason: CancelReason) -> crate::CancelWhen<Self, S>
@@ -57,5 +81,27 @@ impl<T> Tethered for AbortableNative<T> {
 
     fn token(&self) -> CancelToken {
         AbortableNative::token(self)
+    }
+
+    fn cancel_after(&self, delay: Duration) -> std::io::Result<()> {
+        AbortableNative::cancel_after(self, delay)
+    }
+}
+
+/// A borrowed handle is a handle: a timeout on `&mut job` stops waiting at its deadline and
+/// leaves `job` to be awaited for what the work returned.
+impl<J: Tethered + ?Sized> Tethered for &mut J {
+    type Value = J::Value;
+
+    fn cancel(&self, reason: CancelReason) -> bool {
+        (**self).cancel(reason)
+    }
+
+    fn token(&self) -> CancelToken {
+        (**self).token()
+    }
+
+    fn cancel_after(&self, delay: Duration) -> std::io::Result<()> {
+        (**self).cancel_after(delay)
     }
 }

@@ -54,6 +54,7 @@ use crate::source::CancelSource;
 use crate::state::CancelHook;
 use crate::stats::{self, Counters, Event};
 use crate::sync::{self, Arc, Condvar, Mutex, Weak};
+use crate::thread_name::ThreadName;
 use crate::token::CancelToken;
 use crate::trace::JobSpan;
 
@@ -131,7 +132,7 @@ struct State<T, F> {
 enum Stage<T, F> {
     Queued(F),
     Running,
-    Finished(Result<T, NativeError>),
+    Finished(Result<T, NativeError<T>>),
     Taken,
 }
 
@@ -179,11 +180,11 @@ pub(crate) trait JobHandle<T>: JobControl {
     /// Counts a job whose spawner refused it (it finished unrun) as spawned and cancelled,
     /// for a caller that hands out its handle anyway.
     fn accept_refused(&self);
-    fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>>;
+    fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError<T>>>;
     /// The same job as a [`JobControl`] (by hand: trait upcasting needs a newer Rust than the
     /// crate's `rust-version`).
     fn control(self: Arc<Self>) -> Arc<dyn JobControl>;
-    fn join_blocking(&self) -> Result<T, NativeError>;
+    fn join_blocking(&self) -> Result<T, NativeError<T>>;
 }
 
 /// Ids for jobs, unique within the process.
@@ -376,9 +377,22 @@ where
     /// Publishes `result` and wakes whoever waits for it.
     ///
     /// First the job's token is sealed: from here on a cancel is a no-op that says so (returns
-    /// `false`), so "finished" and "cancelled" are decided in one place, the token's flag.
-    fn finish(&self, result: Result<T, NativeError>) {
-        self.source.state.seal();
+    /// `false`), so "finished" and "cancelled" are decided in one place, the token's flag. A
+    /// value whose seal lost to a cancel is what the closure returned after that cancel: the
+    /// handle gives it as `Cancelled { returned: Some(value) }`, whoever cancelled.
+    fn finish(&self, result: Result<T, NativeError<T>>) {
+        let sealed = self.source.state.seal();
+        let result = match result {
+            Ok(value) if !sealed => Err(NativeError::Cancelled {
+                reason: self
+                    .source
+                    .state
+                    .reason()
+                    .unwrap_or(CancelReason::Requested),
+                returned: Some(value),
+            }),
+            other => other,
+        };
         let mut state = sync::lock(&self.state);
         // A plain job (no registrations of its own, no scope) publishes in this same critical
         // section: the pool thread wakes the handle sooner.
@@ -458,7 +472,7 @@ where
         }
     }
 
-    fn abandoned_error(&self, grace: Duration) -> NativeError {
+    fn abandoned_error(&self, grace: Duration) -> NativeError<T> {
         NativeError::Abandoned {
             reason: self
                 .source
@@ -467,6 +481,45 @@ where
                 .unwrap_or(CancelReason::Requested),
             grace,
         }
+    }
+}
+
+impl<T: Send + 'static> Job<T, crate::completer::External<T>> {
+    /// Starts an external job: its placeholder closure is dropped, and the job counts as
+    /// running until [`complete`](Self::complete).
+    pub(crate) fn start_external(&self) {
+        if self.take_closure(|_| {}).is_some() {
+            self.count(Event::Started);
+            self.count(Event::Dequeued);
+        }
+    }
+
+    /// Finishes an external job: with `Some(value)` as a closure's return (the seal decides
+    /// whether a cancel came first), with `None` as stopped (the work was lost).
+    pub(crate) fn complete(&self, value: Option<T>) {
+        self.count(Event::Returned);
+        match value {
+            Some(value) => {
+                #[cfg(feature = "tracing")]
+                self.trace_return();
+                self.finish(Ok(value));
+            }
+            None => {
+                // The token's reason if it was cancelled; else the work was lost, which its
+                // token hears as a shutdown.
+                self.source.cancel(CancelReason::Shutdown);
+                let reason = self.source.state.reason().unwrap_or(CancelReason::Shutdown);
+                self.finish(Err(NativeError::cancelled(reason)));
+            }
+        }
+    }
+
+    pub(crate) fn token(&self) -> CancelToken {
+        self.source.token()
+    }
+
+    pub(crate) fn token_is_cancelled(&self) -> bool {
+        self.source.is_cancelled()
     }
 }
 
@@ -494,14 +547,16 @@ where
             self.span.skipped(&reason);
             drop_contained(f);
             self.count(Event::Dequeued);
-            self.finish(Err(NativeError::Cancelled(reason)));
+            self.finish(Err(NativeError::cancelled(reason)));
             return;
         }
         self.count(Event::Started);
         self.count(Event::Dequeued);
-        let outcome = self
-            .span
-            .in_scope(|| catch_unwind(AssertUnwindSafe(|| f(token))));
+        let outcome = self.span.in_scope(|| {
+            // Named after the job while it runs, on whatever pool (restored when it returns).
+            let _named = self.options.name.as_deref().map(ThreadName::set);
+            catch_unwind(AssertUnwindSafe(|| f(token)))
+        });
         self.count(Event::Returned);
         let result = match outcome {
             Ok(value) => {
@@ -528,7 +583,7 @@ where
         self.source.cancel(CancelReason::Shutdown);
         drop_contained(f);
         self.count(Event::Dequeued);
-        self.finish(Err(NativeError::Cancelled(CancelReason::Shutdown)));
+        self.finish(Err(NativeError::cancelled(CancelReason::Shutdown)));
     }
 
     fn name(&self) -> Option<&str> {
@@ -583,7 +638,7 @@ where
         self.span.skipped(&reason);
         drop_contained(f);
         self.count(Event::Dequeued);
-        self.finish(Err(NativeError::Cancelled(reason)));
+        self.finish(Err(NativeError::cancelled(reason)));
     }
 
     fn keep_guard(&self, guard: CallbackGuard) {
@@ -661,7 +716,7 @@ where
         self
     }
 
-    fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError>> {
+    fn poll_result(&self, cx: &mut Context<'_>) -> Poll<Result<T, NativeError<T>>> {
         let mut state = sync::lock(&self.state);
         match std::mem::replace(&mut state.stage, Stage::Taken) {
             Stage::Finished(result) => Poll::Ready(result),
@@ -687,7 +742,7 @@ where
         }
     }
 
-    fn join_blocking(&self) -> Result<T, NativeError> {
+    fn join_blocking(&self) -> Result<T, NativeError<T>> {
         let mut state = sync::lock(&self.state);
         loop {
             match std::mem::replace(&mut state.stage, Stage::Taken) {

@@ -1,20 +1,23 @@
-//! [`Builder`]: a job's name, abandon policy and parent token, before it is spawned.
+//! [`Builder`]: a job's name, abandon policy and parent token, before it is started.
 
 use std::time::Duration;
 
+use crate::completer::Completer;
 use crate::error::SpawnError;
 use crate::job::JobOptions;
 use crate::native::AbortableNative;
 use crate::scope::NativeScope;
-use crate::source::CancelSource;
-use crate::spawner::{Spawner, ThreadSpawner};
+use crate::spawner::Spawner;
+#[cfg(doc)]
+use crate::spawner::ThreadSpawner;
 use crate::sync::Arc;
 use crate::token::CancelToken;
 
-/// Builds a native job with a name, an abandon policy or an outer token, then spawns it where
-/// its last call says: [`spawn`](Self::spawn) (a new thread), [`spawn_on`](Self::spawn_on) (a
-/// [`Spawner`]: a runtime's blocking pool, a thread pool) or [`spawn_in`](Self::spawn_in) (a
-/// [`NativeScope`], on the scope's spawner), as tokio's `task::Builder` ends in `spawn` or
+/// Builds a native job with a name, an abandon policy or an outer token, then starts it where
+/// its last call says: [`spawn_on`](Self::spawn_on) (a [`Spawner`]: a runtime's blocking
+/// pool, a thread pool, a [`ThreadSpawner`]), [`spawn_in`](Self::spawn_in) (a
+/// [`NativeScope`], on the scope's spawner) or [`external`](Self::external) (work that runs
+/// elsewhere and reports through a [`Completer`]), as tokio's `task::Builder` ends in
 /// `spawn_on`. Made by [`AbortableNative::builder`] or [`Builder::new`].
 ///
 /// ```
@@ -22,7 +25,7 @@ use crate::token::CancelToken;
 /// use tethered::{AbortableNative, ThreadSpawner};
 ///
 /// let job = AbortableNative::builder()
-///     .name("sandbox-42")                       // thread name, Debug, reports, tracing
+///     .name("sandbox-42")                       // thread name while it runs, Debug, reports
 ///     .abandon_after(Duration::from_secs(5))    // stop waiting 5 s after a cancel
 ///     .spawn_on(&ThreadSpawner::new(), |token| {
 ///         std::thread::current().name().map(str::to_owned)
@@ -37,39 +40,40 @@ pub struct Builder {
     parent: Option<CancelToken>,
 }
 
-/// The builder's name before it became [`Builder`].
-#[deprecated(
-    since = "0.2.0",
-    note = "renamed `tethered::Builder` (made by `AbortableNative::builder()`); `NativeJob` read \
-            like the job itself"
-)]
-pub type NativeJob = Builder;
-
 impl Builder {
     /// A job with no name, no abandon grace, and a token of its own.
     ///
     /// ```
-    /// let job = tethered::Builder::new().name("sum").spawn(|_| 1 + 1);
-    /// assert_eq!(job.join_blocking().unwrap(), 2);
+    /// let job = tethered::Builder::new()
+    ///     .name("sum")
+    ///     .spawn_on(&tethered::ThreadSpawner::new(), |_| 1 + 1)?;
+    /// assert_eq!(job.join_blocking()?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new() -> Self {
         Builder::default()
     }
 
-    /// The constructor's name before [`Builder::new`] and [`AbortableNative::builder`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `AbortableNative::builder()` or `Builder::new()`"
-    )]
-    // The name the deprecated `NativeJob::builder()` resolves to: it goes with the alias.
-    #[allow(clippy::self_named_constructors)]
-    pub fn builder() -> Self {
-        Builder::default()
-    }
-
-    /// Names the job: the thread's name on [`ThreadSpawner`], and the name in `Debug` output,
+    /// Names the job. While its closure runs, the thread it runs on carries the name (on
+    /// Linux, whatever the pool: a tokio, smol or rayon thread reads as the job in `top -H`,
+    /// `ps -L` and a debugger; the kernel keeps its first 15 bytes), and gets its own name
+    /// back when the closure returns. The name also shows in `Debug` output,
     /// [`ShutdownReport`](crate::ShutdownReport)s and (with the `tracing` feature) the job's
-    /// span.
+    /// span. An unnamed job leaves its thread's name alone and pays nothing for it.
+    ///
+    /// ```
+    /// # #[cfg(target_os = "linux")] {
+    /// use tethered::{AbortableNative, ThreadSpawner};
+    ///
+    /// let job = AbortableNative::builder()
+    ///     .name("render-3")
+    ///     .spawn_on(&ThreadSpawner::new().name("pool"), |_| {
+    ///         std::fs::read_to_string("/proc/thread-self/comm").unwrap()
+    ///     })?;
+    /// assert_eq!(job.join_blocking()?.trim_end(), "render-3");
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
         self.options.name = Some(name.into());
         self
@@ -86,36 +90,26 @@ impl Builder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tethered::{AbortableNative, CancelReason, NativeError};
+    /// use tethered::{AbortableNative, CancelReason, NativeError, ThreadSpawner};
     ///
     /// let (started_tx, started) = std::sync::mpsc::channel();
     /// let (release, stuck) = std::sync::mpsc::channel::<()>();
     /// let job = AbortableNative::builder()
     ///     .abandon_after(Duration::from_millis(20))
-    ///     .spawn(move |_token| {
+    ///     .spawn_on(&ThreadSpawner::new(), move |_token| {
     ///         started_tx.send(()).unwrap();
     ///         stuck.recv() // ignores its token
-    ///     });
+    ///     })?;
     /// started.recv().unwrap();
     /// job.cancel(CancelReason::Timeout);
     /// let err = job.join_blocking().unwrap_err();
     /// assert!(matches!(err, NativeError::Abandoned { reason: CancelReason::Timeout, .. }));
     /// release.send(()).unwrap();
+    /// # Ok::<(), tethered::SpawnError>(())
     /// ```
     pub fn abandon_after(mut self, grace: Duration) -> Self {
         self.options.abandon_after = Some(grace);
         self
-    }
-
-    /// Ties the job to `source`: as [`child_of`](Self::child_of)`(&source.token())`. The job
-    /// runs on a child token of `source` and never cancels `source` itself.
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `child_of(&source.token())`: a job runs on its own child token of the \
-                caller's and never cancels the caller's source"
-    )]
-    pub fn source(self, source: CancelSource) -> Self {
-        self.child_of(&source.token())
     }
 
     /// Ties the job to an outer token: the job runs on its own child token of `parent`, so
@@ -123,41 +117,40 @@ impl Builder {
     /// finishing) never touches `parent` or the parent's other children.
     ///
     /// ```
-    /// use tethered::{AbortableNative, CancelReason, CancelSource, NativeError};
+    /// use tethered::{AbortableNative, CancelReason, CancelSource, ThreadSpawner};
     ///
     /// let request = CancelSource::new();
-    /// let first = AbortableNative::builder().child_of(&request.token()).spawn(|t| t.wait());
-    /// let second = AbortableNative::builder().child_of(&request.token()).spawn(|t| t.wait());
+    /// let threads = ThreadSpawner::new();
+    /// let first = AbortableNative::builder().child_of(&request.token()).spawn_on(&threads, |t| t.wait())?;
+    /// let second = AbortableNative::builder().child_of(&request.token()).spawn_on(&threads, |t| t.wait())?;
     /// drop(first); // cancels the first job only
     /// assert!(!request.is_cancelled());
     /// request.cancel(CancelReason::Timeout); // reaches every job still tied to it
-    /// let heard = match second.join_blocking() {
-    ///     Ok(reason) => reason,                                        // it was running
-    ///     Err(NativeError::Cancelled(reason)) => reason,               // it never started
-    ///     Err(other) => panic!("{other}"),
-    /// };
-    /// assert_eq!(heard, CancelReason::Timeout);
+    /// let err = second.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    /// # Ok::<(), tethered::SpawnError>(())
     /// ```
     pub fn child_of(mut self, parent: &CancelToken) -> Self {
         self.parent = Some(parent.clone());
         self
     }
 
-    /// Spawns on a new `std` thread ([`ThreadSpawner`]).
+    /// Starts the job through `spawner`: a runtime's blocking pool (`TokioSpawner`,
+    /// `SmolSpawner`, `AsyncStdSpawner` in the adapter crates), a [`ThreadSpawner`] (a thread
+    /// per job), or a pool of your own.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Only where [`std::thread::spawn`] would: if the OS cannot start a thread.
-    pub fn spawn<T, F>(self, f: F) -> AbortableNative<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        self.spawn_on(&ThreadSpawner::new(), f)
-            .unwrap_or_else(|err| panic!("failed to spawn thread: {err}"))
-    }
-
-    /// Spawns through `spawner`.
+    /// The spawner's refusal: [`SpawnError::Thread`] when the OS starts no thread,
+    /// [`SpawnError::Shutdown`] once a runtime shuts down, and so on. The closure never runs
+    /// then, even if the spawner kept the task.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, ThreadSpawner};
+    /// let job = AbortableNative::builder().spawn_on(&ThreadSpawner::new(), |_token| 2 * 21)?;
+    /// assert_eq!(job.join_blocking()?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn spawn_on<S, T, F>(self, spawner: &S, f: F) -> Result<AbortableNative<T>, SpawnError>
     where
         S: Spawner + ?Sized,
@@ -167,13 +160,55 @@ impl Builder {
         AbortableNative::spawn_with(spawner, self.parent.as_ref(), self.options, None, f)
     }
 
-    /// Spawns in `scope`: the scope's spawner runs it, and the scope cancels, counts and
-    /// (on shutdown) reports it.
+    /// Starts the job in `scope`: the scope's spawner runs it (once a slot is free, if the
+    /// scope is bounded), and the scope cancels, counts and (on shutdown) reports it. The job's
+    /// token is a child of the scope's and, if [`child_of`](Self::child_of) gave one, of that
+    /// parent's too.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::ScopeClosed`] once the scope is shut down or dropped, or the spawner's
+    /// refusal.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, NativeScope};
+    ///
+    /// let scope = NativeScope::new();
+    /// let job = AbortableNative::builder().name("sum").spawn_in(&scope, |_| 1 + 1)?;
+    /// assert_eq!(job.join_blocking()?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn spawn_in<T, F>(self, scope: &NativeScope, f: F) -> Result<AbortableNative<T>, SpawnError>
     where
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
         scope.spawn_with(self.parent.as_ref(), self.options, f)
+    }
+
+    /// A job whose work runs elsewhere (a process supervisor, a foreign event loop, a device):
+    /// its handle, and the [`Completer`] that publishes its result. The job is tethered,
+    /// counted and cancelled like any other, and its stop reads the same way; the work hears
+    /// cancels through [`Completer::token`]. An abandon policy and a parent token apply as
+    /// for a spawned job.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, CancelSource};
+    ///
+    /// let server = CancelSource::new();
+    /// let (job, completer) = AbortableNative::builder().child_of(&server.token()).external();
+    /// // The work's side: stop when told, report what was done.
+    /// let worker = std::thread::spawn(move || {
+    ///     let reason = completer.token().wait();
+    ///     completer.complete(format!("stopped: {reason}"));
+    /// });
+    /// server.cancel(CancelReason::Shutdown);
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown));
+    /// assert!(err.returned().is_some_and(|done| done.starts_with("stopped")));
+    /// worker.join().unwrap();
+    /// ```
+    pub fn external<T: Send + 'static>(self) -> (AbortableNative<T>, Completer<T>) {
+        AbortableNative::external(self.parent.as_ref(), self.options)
     }
 }

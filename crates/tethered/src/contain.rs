@@ -24,12 +24,47 @@ pub(crate) fn run_contained<R>(f: impl FnOnce() -> R) -> Option<R> {
     }
 }
 
-/// Drops `value`, containing a panic from its `Drop`: counted in `stats().drop_panics`.
-pub(crate) fn drop_contained<T>(value: T) {
+/// Drops `value`, containing a panic from its `Drop`: the panic is counted in
+/// [`stats()`](crate::stats)`.drop_panics` and goes no further (its payload is dropped the same
+/// way; one whose own drop panics again is leaked, counted in `leaked_payloads`).
+///
+/// For a bridge that drops values it does not own the code of (a result nobody awaits any
+/// more, a captured closure, an error carrying a panic payload) on a thread that must not
+/// unwind: a loop's callback, a supervisor, a `Drop`. The panic hook still prints the panic.
+///
+/// ```
+/// struct Grumpy;
+/// impl Drop for Grumpy {
+///     fn drop(&mut self) {
+///         panic!("a `Drop` that panics");
+///     }
+/// }
+///
+/// let before = tethered::stats().drop_panics;
+/// tethered::drop_contained(Grumpy); // returns normally
+/// assert!(tethered::stats().drop_panics > before);
+/// ```
+pub fn drop_contained<T>(value: T) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
         stats::drop_panicked();
         drop_payload(payload);
     }
+}
+
+/// Runs `f`, catching a panic: `Err` holds its message and payload as a
+/// [`JobPanic`](crate::JobPanic), whose drop is contained too. Nothing is counted: the caller
+/// knows what panicked and reports it.
+///
+/// For a bridge that runs user code outside a job (converting a result for another language,
+/// a user's hook) on a thread that must not unwind.
+///
+/// ```
+/// let caught = tethered::catch_panic(|| -> u32 { panic!("bad conversion") });
+/// assert_eq!(caught.unwrap_err().message(), Some("bad conversion"));
+/// assert_eq!(tethered::catch_panic(|| 7).unwrap(), 7);
+/// ```
+pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, crate::JobPanic> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(crate::JobPanic::new)
 }
 
 /// Drops a panic payload; one whose own drop panics is leaked, and counted.

@@ -8,27 +8,63 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tethered::{AbortableNative, CancelReason};
+//! use tethered::{AbortableNative, CancelReason, NativeError};
 //!
-//! #[tokio::main]
-//! async fn main() {
-//!     let job = AbortableNative::spawn(|token| {
-//!         let mut steps = 0u64;
-//!         while !token.is_cancelled() { // one atomic load
-//!             steps += 1; // a step of an interpreter, a solver, a render...
-//!         }
-//!         steps
-//!     });
-//!     let token = job.token();
-//!     // The timeout drops `job`, and the drop reaches the native loop.
-//!     assert!(tokio::time::timeout(Duration::from_millis(50), job).await.is_err());
-//!     assert_eq!(token.cancelled().await, CancelReason::Dropped);
+//! // A thread of its own, as the core crate has no pool (an adapter's `spawn_native` puts
+//! // the same closure on a runtime's blocking pool: see the table below).
+//! let job = AbortableNative::spawn(|token| {
+//!     let mut steps = 0u64;
+//!     while !token.is_cancelled() { // one atomic load
+//!         steps += 1; // a step of an interpreter, a solver, a render...
+//!     }
+//!     steps // what it got done before it was stopped
+//! });
+//! // A deadline the closure hears; awaiting (here joining) waits until it has stopped.
+//! job.cancel_after(Duration::from_millis(50))?;
+//! match job.join_blocking() {
+//!     Err(NativeError::Cancelled { reason, returned }) => {
+//!         assert_eq!(reason, CancelReason::Timeout);
+//!         println!("stopped ({reason}) after {returned:?} steps");
+//!     }
+//!     other => panic!("the loop only ends when it is cancelled: {other:?}"),
 //! }
+//!
+//! // Dropping an unfinished handle (a lost `select!`, a client that hung up) stops it too.
+//! let job = AbortableNative::spawn(|token| token.wait());
+//! let token = job.token();
+//! drop(job);
+//! assert_eq!(token.wait(), CancelReason::Dropped);
+//! # Ok::<(), std::io::Error>(())
 //! ```
 //!
-//! [`AbortableNative::spawn`] starts a thread per job. On a runtime's blocking pool, use an
-//! adapter crate's `spawn_native` and `timeout`: `tethered-tokio`, `tethered-smol`,
-//! `tethered-async-std`. The crate works on any executor (its futures need no reactor or timer).
+//! # Which one?
+//!
+//! Seven functions start a job, across this crate and the three runtime adapters:
+//!
+//! | To run a job... | Use | Why this one |
+//! | --- | --- | --- |
+//! | in an async service, on the runtime's blocking pool | `tethered_tokio::spawn_native`, `tethered_smol::spawn_native`, `tethered_async_std::spawn_native` | `spawn_blocking` with a token: the default |
+//! | in a group a server bounds, cancels and shuts down as one | [`NativeScope::spawn`] | a limit on running jobs, `cancel_all`, shutdown with a report |
+//! | with a name, a parent token or an abandon grace, or on a pool you name | [`Builder::spawn_on`] (from [`AbortableNative::builder`]) | every option; reports a refused spawn as a [`SpawnError`] |
+//! | the same, in a scope | [`Builder::spawn_in`] | every option, and the scope's bookkeeping |
+//! | on a thread of its own (a CLI, a test, a few long jobs) | [`AbortableNative::spawn`] | no runtime, no pool: a thread per job |
+//!
+//! A job whose work runs elsewhere (a child process's supervisor, a foreign event loop) is
+//! made by [`Builder::external`], and a [`Completer`] publishes its result.
+//!
+//! # Reading a stop
+//!
+//! Every handle resolves to `Result<T, NativeError<T>>`, and reads the same way whoever
+//! stopped the job, a drop, a timeout, a deadline, a parent, a scope, a shutdown or an
+//! explicit cancel: `Ok(value)` means it finished and nothing stopped it;
+//! `Err(NativeError::Cancelled { reason, returned })` means it was stopped, the native code is
+//! done, and `returned` holds what the closure returned after the cancel (`None` if it never
+//! ran); `Err(NativeError::Abandoned { .. })` means the caller stopped waiting while the
+//! closure still ran. [`NativeError`] has the table of every case.
+//!
+//! Two ways to put a deadline on a job: an adapter's `timeout(d, job)` answers at the
+//! deadline (with `&mut job` it keeps the handle, to await afterwards); [`Tethered::cancel_after`]
+//! cancels at the deadline and the handle waits for what the closure returns.
 //!
 //! # The pieces
 //!
@@ -37,7 +73,8 @@
 //!   [`CancelToken::wait_timeout`] an interruptible sleep; [`CancelToken::on_cancel`] pushes
 //!   the cancel into code that cannot poll; [`CancelToken::child`] links sources into a tree;
 //!   [`CancelToken::never`] is a token for callers with nothing to cancel;
-//!   [`CancelSource::cancel_after`] sets a deadline; [`CancelToken::run_until_cancelled`]
+//!   [`CancelSource::cancel_after`] sets a deadline, which children inherit
+//!   ([`CancelToken::deadline`], [`CancelToken::time_left`]); [`CancelToken::run_until_cancelled`]
 //!   races async code against a token; [`CancelToken::arm`] arms an unblock action (shut a
 //!   socket down, kill a child) for a call blocked in the kernel, disarmed before reuse.
 //! - [`CancelOnDrop`]: wraps any future so that dropping it unfinished cancels a source.
@@ -45,12 +82,15 @@
 //!   the [`Spawner`] trait that puts its [`Runnable`] on a thread ([`ThreadSpawner`] here;
 //!   tokio, smol and async-std in the adapter crates). [`AbortHandle`] cancels one job from
 //!   elsewhere; [`Tethered`] is what every handle to tethered work (a thread's, a child
-//!   process's) has in common, so timeouts take any of them.
+//!   process's, `&mut` either) has in common, so timeouts take any of them.
 //! - [`NativeScope`]: a group of jobs, cancelled together, optionally bounded, shut down with
 //!   a deadline and a report of the stragglers; [`Builder`] (from [`AbortableNative::builder`])
-//!   names a job, ties it to an outer token and sets its abandon policy.
+//!   names a job (its thread carries the name while it runs), ties it to an outer token and
+//!   sets its abandon policy.
 //! - [`stats()`]: process-wide counts of running, detached and cancelled jobs, so a leak shows;
 //!   [`testing::assert_all_returned`] ends a test with proof of it.
+//! - [`catch_panic`] and [`drop_contained`]: the crate's own panic containment, for bridges
+//!   that run user code on a thread that must not unwind.
 //!
 //! # Features
 //!
@@ -63,9 +103,10 @@
 //! - Dropping an unfinished [`AbortableNative`] cancels its token with [`CancelReason::Dropped`].
 //! - One lifecycle per job: every job runs on its own token (a child of the token the caller
 //!   gives, if any), and finishing seals it. A cancel and a finish are decided in one place,
-//!   that token's state word: cancelling or dropping a finished job changes nothing (its
-//!   `cancel` returns `false`), a job never cancels its caller's token or its siblings, and
-//!   [`CancelWhen`] (every adapter's `timeout`) never drops a result that was published.
+//!   that token's state word: a cancel that came first makes the result `Cancelled` (with what
+//!   the closure returned), one that came after changes nothing (its `cancel` returns
+//!   `false`), a job never cancels its caller's token or its siblings, and [`CancelWhen`]
+//!   (every adapter's `timeout`) never drops a result that was published.
 //! - A job cancelled before its closure started never runs its closure.
 //! - Callbacks run one at a time, in registration order, on the cancelling thread; one
 //!   registered while a cancel still runs earlier ones waits its turn there. Once the cancel
@@ -103,6 +144,7 @@ mod builder;
 mod callback;
 mod cancel_on_drop;
 mod cancel_when;
+mod completer;
 mod contain;
 mod error;
 mod handle;
@@ -120,6 +162,7 @@ mod state;
 mod stats;
 mod sync;
 pub mod testing;
+mod thread_name;
 mod timer;
 mod token;
 mod trace;
@@ -127,11 +170,12 @@ mod until;
 mod wait;
 
 pub use armed::Armed;
-#[allow(deprecated)]
-pub use builder::{Builder, NativeJob};
+pub use builder::Builder;
 pub use callback::CallbackGuard;
 pub use cancel_on_drop::{CancelOnDrop, CancelOnDropExt};
 pub use cancel_when::CancelWhen;
+pub use completer::Completer;
+pub use contain::{catch_panic, drop_contained};
 pub use error::{JobPanic, NativeError, SpawnError};
 pub use handle::Tethered;
 pub use idle::WaitIdle;
@@ -141,8 +185,7 @@ pub use report::{ShutdownReport, Straggler};
 pub use scope::NativeScope;
 pub use shutdown::ScopeShutdown;
 pub use source::{CancelGuard, CancelSource};
-#[allow(deprecated)]
-pub use spawner::{NativeTask, Runnable, Spawner, ThreadSpawner};
+pub use spawner::{Runnable, Spawner, ThreadSpawner};
 pub use stats::{NativeStats, stats};
 pub use token::CancelToken;
 pub use until::RunUntilCancelled;

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::builder::Builder;
+use crate::completer::{self, Completer};
 use crate::error::{NativeError, SpawnError};
 use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions};
 use crate::reason::CancelReason;
@@ -17,26 +18,30 @@ use crate::token::CancelToken;
 
 /// The handle to a job running `FnOnce(CancelToken) -> T` on a native thread.
 ///
-/// It is a future resolving to `Result<T, NativeError>`, and it is *tethered*: dropping it
+/// It is a future resolving to `Result<T, NativeError<T>>`, and it is *tethered*: dropping it
 /// before the job finished cancels the job's token with [`CancelReason::Dropped`]. So a
 /// timeout, a lost `select!`, an aborted task or a runtime shutdown, all of which drop the
 /// future, reach the native code, which sees [`CancelToken::is_cancelled`] turn `true`.
 ///
-/// - `Ok(value)`: whatever the closure returned, also after a cancel: the closure decides what a
-///   cancelled run returns (a partial result, an error of its own).
-/// - `Err(NativeError::Cancelled(reason))`: no result because the cancel came before the closure
-///   started (it then never runs), or the spawner dropped the job unrun
-///   ([`CancelReason::Shutdown`]).
+/// What it resolves to reads the same way whoever stopped the job (see [`NativeError`] for
+/// the table of every case):
+///
+/// - `Ok(value)`: the closure returned `value` and no cancel came before it did.
+/// - `Err(NativeError::Cancelled { reason, returned })`: the job was stopped, and the native
+///   code is done with it. `returned` is what the closure returned after the cancel (a partial
+///   result, an error of its own), or `None` if it never ran.
 /// - `Err(NativeError::Panicked(..))`: the closure panicked; the panic never reaches the task
 ///   that awaits.
-/// - `Err(NativeError::Abandoned { .. })`: only for a job built with
-///   [`Builder::abandon_after`](crate::Builder::abandon_after): it was cancelled and its
-///   closure was still running a grace period later, so the handle stopped waiting; the job
-///   now counts as detached.
+/// - `Err(NativeError::Abandoned { .. })`: the caller stopped waiting for a cancelled closure
+///   that still ran (a `timeout`, or a job built with
+///   [`Builder::abandon_after`](crate::Builder::abandon_after)).
 ///
-/// The future resolves only once the closure has returned (or was skipped), so awaiting it is
-/// also how to know the native thread is done with the job (unless the job was built with an
-/// abandon grace, which trades that guarantee for a bounded wait, visibly).
+/// Awaiting it (or [`join_blocking`](Self::join_blocking)) waits until the closure has
+/// returned or was skipped, so it is also how to know the native thread is done with the job.
+///
+/// How to start one: [`NativeScope::spawn`](crate::NativeScope::spawn) or an adapter's
+/// `spawn_native` on a runtime's pool, [`Builder::spawn_on`](crate::Builder::spawn_on) for a
+/// name, a parent token or another pool, and [`AbortableNative::spawn`] for a thread of its own.
 ///
 /// ```
 /// use std::time::Duration;
@@ -63,12 +68,20 @@ pub struct AbortableNative<T> {
 }
 
 impl<T: Send + 'static> AbortableNative<T> {
-    /// Runs `f` on a new `std` thread (a [`ThreadSpawner`]).
+    /// Runs `f` on a new `std` thread of its own: a thread per job.
+    ///
+    /// For a program with no async runtime, a test, or a few long jobs. A server, or anything
+    /// that starts many jobs, runs them on a pool instead: an adapter's `spawn_native`
+    /// (`tethered_tokio::spawn_native` on tokio's blocking pool) or a
+    /// [`NativeScope`](crate::NativeScope). To name the thread, give it a parent token or an
+    /// abandon policy, use [`AbortableNative::builder`] and
+    /// [`spawn_on`](crate::Builder::spawn_on) with a [`ThreadSpawner`].
     ///
     /// # Panics
     ///
     /// Only where [`std::thread::spawn`] would: if the OS cannot start a thread. Use
-    /// [`spawn_on`](Self::spawn_on) with a [`ThreadSpawner`] to get the error instead.
+    /// [`Builder::spawn_on`](crate::Builder::spawn_on) with a [`ThreadSpawner`] to get the
+    /// error instead.
     ///
     /// ```
     /// let job = tethered::AbortableNative::spawn(|_token| "done");
@@ -78,66 +91,53 @@ impl<T: Send + 'static> AbortableNative<T> {
     where
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        Self::spawn_on(&ThreadSpawner::new(), f)
+        Self::spawn_with(&ThreadSpawner::new(), None, JobOptions::default(), None, f)
             .unwrap_or_else(|err| panic!("failed to spawn thread: {err}"))
     }
 
-    /// Runs `f` through `spawner`, with a new token.
+    /// A handle that has already finished as stopped before it ran:
+    /// `Err(NativeError::Cancelled { reason, returned: None })`, counted in
+    /// [`stats()`](crate::stats) as a job spawned and cancelled.
+    ///
+    /// For an entry point that cannot return an error, whose spawner refused the job: every
+    /// adapter's `spawn_native` hands out `AbortableNative::cancelled(CancelReason::Shutdown)`
+    /// once its runtime shuts down (through [`or_cancelled`](Self::or_cancelled)), as tokio's
+    /// own `spawn_blocking` handle then resolves to a cancelled `JoinError`.
     ///
     /// ```
-    /// use tethered::{AbortableNative, ThreadSpawner};
-    /// let job = AbortableNative::spawn_on(&ThreadSpawner::new(), |_token| 2 * 21)?;
-    /// assert_eq!(job.join_blocking()?, 42);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// use tethered::{AbortableNative, CancelReason, NativeError};
+    ///
+    /// let job = AbortableNative::<u32>::cancelled(CancelReason::Shutdown);
+    /// assert!(job.is_finished());
+    /// assert!(matches!(
+    ///     job.join_blocking(),
+    ///     Err(NativeError::Cancelled { reason: CancelReason::Shutdown, returned: None })
+    /// ));
     /// ```
-    pub fn spawn_on<S, F>(spawner: &S, f: F) -> Result<Self, SpawnError>
-    where
-        S: Spawner + ?Sized,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        Self::spawn_with(spawner, None, JobOptions::default(), None, f)
+    pub fn cancelled(reason: CancelReason) -> Self {
+        let (job, task) = Self::prepare(None, JobOptions::default(), None, |_| {
+            unreachable!("a job made cancelled never runs its closure")
+        });
+        job.source().cancel(reason);
+        job.finish_if_queued();
+        job.accept_refused();
+        // Dropping the task now only finds the job finished.
+        drop(task);
+        Self::handle(job)
     }
 
-    /// Runs `f` through `spawner`, on a child token of `source`: the job is cancelled when the
-    /// handle is dropped unfinished *or* when `source` is cancelled; the job never cancels
-    /// `source` itself.
+    /// The handle an entry point that cannot return an error hands out: the spawned job, or,
+    /// if a pool that shuts down refused it ([`SpawnError::Shutdown`], [`SpawnError::Rejected`],
+    /// [`SpawnError::ScopeClosed`]), a handle already stopped with
+    /// [`CancelReason::Shutdown`] ([`AbortableNative::cancelled`]). Every adapter's
+    /// `spawn_native` ends with it, so a `Drop` that schedules clean-up while its runtime
+    /// shuts down cannot abort the process.
     ///
-    /// ```
-    /// use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, ThreadSpawner};
+    /// # Panics
     ///
-    /// let request = CancelSource::new();
-    /// request.cancel(CancelReason::Timeout);
-    /// let job = AbortableNative::spawn_with_source(
-    ///     &ThreadSpawner::new(),
-    ///     request.token().child(),
-    ///     |_token| unreachable!("cancelled before it started: never runs"),
-    /// )?;
-    /// assert!(matches!(job.join_blocking(), Err(NativeError::Cancelled(CancelReason::Timeout))));
-    /// # Ok::<(), tethered::SpawnError>(())
-    /// ```
-    #[deprecated(
-        since = "0.2.0",
-        note = "use `AbortableNative::builder().child_of(&source.token()).spawn_on(spawner, f)`"
-    )]
-    pub fn spawn_with_source<S, F>(
-        spawner: &S,
-        source: CancelSource,
-        f: F,
-    ) -> Result<Self, SpawnError>
-    where
-        S: Spawner + ?Sized,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        Builder::new()
-            .child_of(&source.token())
-            .spawn_on(spawner, f)
-    }
-
-    /// Like [`spawn_on`](Self::spawn_on), for code that has no way to handle an error, such
-    /// as a `Drop` that schedules clean-up while its runtime shuts down: if the spawner refuses
-    /// the job, the handle resolves to
-    /// `Err(NativeError::Cancelled(CancelReason::Shutdown))` instead (the closure never runs),
-    /// as tokio's own `spawn_blocking` handle resolves to a cancelled `JoinError` then.
+    /// On any other error, with its message: no runtime ([`SpawnError::NoRuntime`]), no
+    /// thread from the OS ([`SpawnError::Thread`]), a spawner's own error. `spawn_blocking`
+    /// and `std::thread::spawn` panic there too.
     ///
     /// ```
     /// use tethered::{AbortableNative, CancelReason, NativeError, Runnable, SpawnError, Spawner};
@@ -149,25 +149,19 @@ impl<T: Send + 'static> AbortableNative<T> {
     ///     }
     /// }
     ///
-    /// let job = AbortableNative::spawn_on_or_cancelled(&Closed, |_| unreachable!());
-    /// assert!(job.is_finished());
-    /// assert!(matches!(job.join_blocking(), Err(NativeError::Cancelled(CancelReason::Shutdown))));
+    /// let job = AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&Closed, |_| 1));
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown));
     /// ```
-    pub fn spawn_on_or_cancelled<S, F>(spawner: &S, f: F) -> Self
-    where
-        S: Spawner + ?Sized,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let (job, task) = Self::prepare(None, JobOptions::default(), None, f);
-        let refused = submit(spawner, task).is_err();
-        if refused || job.accept().is_err() {
-            // The spawner refused: the job finishes unrun (at once, even if the spawner kept
-            // the runnable), its own token cancelled with `Shutdown`.
-            job.source().cancel(CancelReason::Shutdown);
-            job.finish_if_queued();
-            job.accept_refused();
+    #[track_caller]
+    pub fn or_cancelled(spawned: Result<Self, SpawnError>) -> Self {
+        match spawned {
+            Ok(job) => job,
+            Err(SpawnError::Shutdown { .. } | SpawnError::Rejected | SpawnError::ScopeClosed) => {
+                Self::cancelled(CancelReason::Shutdown)
+            }
+            Err(err) => panic!("{err}"),
         }
-        Self::handle(job)
     }
 
     /// The one way a job is made: `Builder` and `NativeScope` come through here too.
@@ -183,7 +177,13 @@ impl<T: Send + 'static> AbortableNative<T> {
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
         let (job, task) = Self::prepare(parent, options, observer, f);
-        submit(spawner, task)?;
+        if let Err(err) = submit(spawner, task) {
+            // Refused: the job finishes unrun at once, so a spawner that returned `Err` but
+            // kept the task (and runs it later) only finds it finished.
+            job.source().cancel(CancelReason::Shutdown);
+            job.finish_if_queued();
+            return Err(err);
+        }
         Self::accepted(job, spawner)
     }
 
@@ -191,10 +191,25 @@ impl<T: Send + 'static> AbortableNative<T> {
     /// child of `parent`, if given.
     pub(crate) fn prepare<F>(
         parent: Option<&CancelToken>,
-        mut options: JobOptions,
+        options: JobOptions,
         observer: Option<Arc<dyn FinishObserver>>,
         f: F,
     ) -> (Arc<Job<T, F>>, Runnable)
+    where
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let job = Self::make(parent, options, observer, f);
+        let task = Runnable::new(job.clone());
+        (job, task)
+    }
+
+    /// Makes a job and registers what it needs on its token.
+    fn make<F>(
+        parent: Option<&CancelToken>,
+        mut options: JobOptions,
+        observer: Option<Arc<dyn FinishObserver>>,
+        f: F,
+    ) -> Arc<Job<T, F>>
     where
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
@@ -202,8 +217,21 @@ impl<T: Send + 'static> AbortableNative<T> {
         let source = parent.map_or_else(CancelSource::new, CancelToken::child);
         let job = Arc::new(Job::new(f, source, options, observer));
         job.watch();
-        let task = Runnable::new(job.clone());
-        (job, task)
+        job
+    }
+
+    /// A job whose work runs elsewhere, started at once: its handle, and the [`Completer`]
+    /// that publishes its result.
+    pub(crate) fn external(
+        parent: Option<&CancelToken>,
+        options: JobOptions,
+    ) -> (Self, Completer<T>) {
+        let job = Self::make(parent, options, None, completer::placeholder());
+        job.start_external();
+        job.accept()
+            .expect("a job that no spawner saw cannot have been refused");
+        let completer = Completer::new(job.clone());
+        (Self::handle(job), completer)
     }
 
     /// The handle of a job whose task a spawner accepted (or a scope queued).
@@ -233,17 +261,19 @@ impl<T: Send + 'static> AbortableNative<T> {
 }
 
 impl AbortableNative<()> {
-    /// A [`Builder`] for a job (of any output type: the `()` here only names the function) with a name, an abandon policy or an outer token.
+    /// A [`Builder`] for a job (of any output type: the `()` here only names the function)
+    /// with a name, an abandon policy or an outer token, on the pool of your choosing.
     ///
     /// ```
-    /// use tethered::{AbortableNative, CancelSource};
+    /// use tethered::{AbortableNative, CancelSource, ThreadSpawner};
     ///
     /// let request = CancelSource::new();
     /// let job = AbortableNative::builder()
     ///     .name("render-3")
     ///     .child_of(&request.token())
-    ///     .spawn(|token| token.is_cancelled());
-    /// assert_eq!(job.join_blocking().unwrap(), false);
+    ///     .spawn_on(&ThreadSpawner::new(), |token| token.is_cancelled())?;
+    /// assert_eq!(job.join_blocking()?, false);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn builder() -> Builder {
         Builder::new()
@@ -259,9 +289,12 @@ impl<T> AbortableNative<T> {
     /// The job's name, if it was given one with [`Builder::name`](crate::Builder::name).
     ///
     /// ```
-    /// let job = tethered::Builder::new().name("render-3").spawn(|_| ());
+    /// let job = tethered::Builder::new()
+    ///     .name("render-3")
+    ///     .spawn_on(&tethered::ThreadSpawner::new(), |_| ())?;
     /// assert_eq!(job.name(), Some("render-3"));
-    /// # job.join_blocking().unwrap();
+    /// # job.join_blocking()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
@@ -275,10 +308,11 @@ impl<T> AbortableNative<T> {
     /// Cancels the job with `reason`; `true` if this call cancelled it, `false` if it was
     /// cancelled already or has finished (a finished job's token is left alone).
     ///
-    /// A running closure sees its token cancelled, and the handle still resolves when it
-    /// returns. A job whose closure has not started finishes at once with
-    /// `Err(NativeError::Cancelled(reason))`, even while its task waits in a full pool: the
-    /// closure is dropped unrun, and the pool's later run of the task does nothing.
+    /// A running closure sees its token cancelled, and the handle resolves when it returns, to
+    /// `Err(NativeError::Cancelled { reason, returned: Some(what it returned) })`. A job whose
+    /// closure has not started finishes at once with `returned: None`, even while its task
+    /// waits in a full pool: the closure is dropped unrun, and the pool's later run of the task
+    /// does nothing.
     ///
     /// ```
     /// use std::sync::mpsc;
@@ -291,7 +325,9 @@ impl<T> AbortableNative<T> {
     /// });
     /// started.recv().unwrap(); // the closure runs: it will see the cancel and return
     /// assert!(job.cancel(CancelReason::custom("user pressed stop")));
-    /// assert_eq!(job.join_blocking().unwrap(), CancelReason::custom("user pressed stop"));
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::custom("user pressed stop")));
+    /// assert_eq!(err.into_returned(), Some(CancelReason::custom("user pressed stop")));
     /// ```
     pub fn cancel(&self, reason: CancelReason) -> bool {
         // A handle that was joined (or is being detached) cancels nothing.
@@ -310,10 +346,8 @@ impl<T> AbortableNative<T> {
     /// let job = AbortableNative::spawn(|token| token.wait());
     /// let abort = job.abort_handle();
     /// std::thread::spawn(move || abort.cancel(CancelReason::Requested));
-    /// match job.join_blocking() {
-    ///     Ok(reason) => assert_eq!(reason, CancelReason::Requested), // it had started
-    ///     Err(err) => assert!(err.is_cancelled()),                  // or it never ran
-    /// }
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Requested));
     /// ```
     pub fn abort_handle(&self) -> AbortHandle {
         AbortHandle {
@@ -327,9 +361,11 @@ impl<T> AbortableNative<T> {
 
     /// Cancels the job with [`CancelReason::Timeout`] once `delay` has passed, unless it has
     /// finished (or was cancelled) first: a deadline on the crate's timer thread, with no
-    /// runtime needed. Awaiting or joining the handle then gives the job's own answer once its
-    /// closure has returned, so this is "time out, then wait until the work has stopped" in
-    /// one step (an adapter's `timeout` answers at the deadline instead, without waiting).
+    /// runtime needed, that the job's token carries ([`CancelToken::deadline`]). Awaiting or
+    /// joining the handle then gives the job's own answer once its closure has returned
+    /// (`Err(NativeError::Cancelled { reason: Timeout, returned })` if the deadline came
+    /// first), so this is "time out, then wait until the work has stopped" in one step, on
+    /// every runtime. An adapter's `timeout` answers at the deadline instead, without waiting.
     ///
     /// A `delay` too long for an `Instant` (`Duration::MAX`) never fires. The deadline keeps
     /// neither the job nor its result alive, and leaves the timer as soon as the job finishes
@@ -346,10 +382,8 @@ impl<T> AbortableNative<T> {
     ///
     /// let job = AbortableNative::spawn(|token| token.wait());
     /// job.cancel_after(Duration::from_millis(10))?;
-    /// match job.join_blocking() {
-    ///     Ok(reason) => assert_eq!(reason, CancelReason::Timeout), // the closure saw it
-    ///     Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout)),
-    /// }
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
@@ -387,14 +421,14 @@ impl<T> AbortableNative<T> {
     /// });
     /// started.recv().unwrap();
     /// let result = futures_executor::block_on(job.cancel_and_join());
-    /// assert_eq!(result.unwrap(), "cleaned up"); // the closure has returned
+    /// // The closure has returned, and what it returned comes back with the stop:
+    /// assert_eq!(result.unwrap_err().into_returned(), Some("cleaned up"));
     ///
-    /// // A job cancelled before its closure started resolves at once, without running it:
+    /// // Started or not (then it resolves at once, its closure never run), the handle says
+    /// // that it was stopped and why:
     /// let job = AbortableNative::spawn(|token| token.wait());
-    /// match futures_executor::block_on(job.cancel_and_join()) {
-    ///     Ok(reason) => assert_eq!(reason, CancelReason::Requested), // it had started
-    ///     Err(err) => assert!(matches!(err, NativeError::Cancelled(CancelReason::Requested))),
-    /// }
+    /// let err = futures_executor::block_on(job.cancel_and_join()).unwrap_err();
+    /// assert!(matches!(err, NativeError::Cancelled { reason: CancelReason::Requested, .. }));
     /// ```
     pub fn cancel_and_join(self) -> CancelAndJoin<T> {
         self.cancel_and_join_with(CancelReason::Requested)
@@ -418,8 +452,8 @@ impl<T> AbortableNative<T> {
     ///     (steps, token.reason()) // a partial result that says why it stopped
     /// });
     /// started.recv().unwrap();
-    /// let (_steps, why) =
-    ///     futures_executor::block_on(job.cancel_and_join_with(CancelReason::Timeout)).unwrap();
+    /// let err = futures_executor::block_on(job.cancel_and_join_with(CancelReason::Timeout));
+    /// let (_steps, why) = err.unwrap_err().into_returned().unwrap();
     /// assert_eq!(why, Some(CancelReason::Timeout));
     /// ```
     pub fn cancel_and_join_with(self, reason: CancelReason) -> CancelAndJoin<T> {
@@ -434,7 +468,7 @@ impl<T> AbortableNative<T> {
     /// let job = tethered::AbortableNative::spawn(|_token| 6 * 7);
     /// assert_eq!(job.join_blocking().unwrap(), 42);
     /// ```
-    pub fn join_blocking(mut self) -> Result<T, NativeError> {
+    pub fn join_blocking(mut self) -> Result<T, NativeError<T>> {
         match self.job.take() {
             Some(job) => job.join_blocking(),
             None => panic!("`AbortableNative` joined after it completed"),
@@ -467,7 +501,7 @@ impl<T> AbortableNative<T> {
 }
 
 impl<T> Future for AbortableNative<T> {
-    type Output = Result<T, NativeError>;
+    type Output = Result<T, NativeError<T>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let job = self.job.as_ref().expect(
@@ -590,7 +624,7 @@ pub struct CancelAndJoin<T> {
 }
 
 impl<T> Future for CancelAndJoin<T> {
-    type Output = Result<T, NativeError>;
+    type Output = Result<T, NativeError<T>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Pin::new(&mut self.handle).poll(cx)

@@ -190,12 +190,10 @@ impl NativeScope {
     /// let requests = NativeScope::new().child_of(&server.token());
     /// let job = requests.spawn(|token| token.wait())?;
     /// server.cancel(CancelReason::Shutdown);
-    /// match job.join_blocking() {
-    ///     Ok(reason) => assert_eq!(reason, CancelReason::Shutdown),
-    ///     Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown)),
-    /// }
+    /// let stopped = job.join_blocking().unwrap_err();
+    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
     /// let late = requests.spawn(|_| unreachable!("the scope's outer token is cancelled"))?;
-    /// assert!(matches!(late.join_blocking(), Err(NativeError::Cancelled(CancelReason::Shutdown))));
+    /// assert!(matches!(late.join_blocking(), Err(NativeError::Cancelled { reason: CancelReason::Shutdown, .. })));
     /// # Ok::<(), tethered::SpawnError>(())
     /// ```
     pub fn child_of(self, parent: &CancelToken) -> Self {
@@ -211,11 +209,15 @@ impl NativeScope {
         self
     }
 
-    /// Spawns `f` in the scope.
+    /// Starts `f` in the scope, on the scope's spawner: the way a server runs its native jobs
+    /// (one scope for the server, bounded with [`with_max_running`](Self::with_max_running),
+    /// cancelled and shut down as one).
     ///
-    /// Fails with [`SpawnError::ScopeClosed`] once the scope is shut down, or with the
-    /// spawner's error. Use [`Builder::spawn_in`](crate::Builder::spawn_in) for a named job
-    /// or one with an abandon policy.
+    /// # Errors
+    ///
+    /// [`SpawnError::ScopeClosed`] once the scope is shut down, or the spawner's refusal. Use
+    /// [`Builder::spawn_in`](crate::Builder::spawn_in) for a named job, one with an abandon
+    /// policy or one tied to a request's token as well.
     pub fn spawn<T, F>(&self, f: F) -> Result<AbortableNative<T>, SpawnError>
     where
         T: Send + 'static,
@@ -247,6 +249,10 @@ impl NativeScope {
                 source.cancel(reason.clone());
             });
             job.keep_guard(link);
+            // The second parent's deadline, as of now, is the job's too.
+            if let Some(deadline) = parent.deadline() {
+                job.source().state.record_deadline(deadline);
+            }
         }
         let id = job.id();
         let submit_now = {
@@ -276,7 +282,13 @@ impl NativeScope {
             submit_now
         };
         if let Some(runnable) = submit_now {
-            submit(&*self.state.spawner, runnable)?;
+            if let Err(err) = submit(&*self.state.spawner, runnable) {
+                // Refused: the job finishes unrun at once (and leaves the scope), so a spawner
+                // that returned `Err` but kept the task only finds it finished.
+                job.source().cancel(CancelReason::Shutdown);
+                job.finish_if_queued();
+                return Err(err);
+            }
         }
         let handle = AbortableNative::accepted(job.clone(), &*self.state.spawner)?;
         // A cancel that came before the job was accepted (while it was being handed out)
@@ -329,10 +341,9 @@ impl NativeScope {
     /// let scope = NativeScope::new();
     /// let job = scope.spawn(|token| token.wait())?;
     /// scope.cancel_all(CancelReason::custom("config reloaded"));
-    /// match job.join_blocking() {
-    ///     Ok(reason) => assert_eq!(reason, CancelReason::custom("config reloaded")),
-    ///     Err(err) => assert!(err.is_cancelled()), // cancelled before it started
-    /// }
+    /// // Stopped, started or not: `returned` holds what the closure returned, if it ran.
+    /// let stopped = job.join_blocking().unwrap_err();
+    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::custom("config reloaded")));
     /// # Ok::<(), tethered::SpawnError>(())
     /// ```
     pub fn cancel_all(&self, reason: CancelReason) {

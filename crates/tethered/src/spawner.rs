@@ -17,10 +17,11 @@ use crate::sync::thread;
 ///
 /// A spawner must either run the task (call [`Runnable::run`] exactly once, on a thread where
 /// blocking is fine) or drop it. Dropping it is always safe: the job then finishes with
-/// [`NativeError::Cancelled`](crate::NativeError::Cancelled)`(`[`CancelReason::Shutdown`](crate::CancelReason::Shutdown)`)`,
+/// [`NativeError::Cancelled`](crate::NativeError::Cancelled) with [`CancelReason::Shutdown`](crate::CancelReason::Shutdown),
 /// which is what a pool that shuts down with jobs still queued does. A spawner that drops the
-/// task before `spawn` returns, or returns `Err`, refused it: [`AbortableNative::spawn_on`](crate::AbortableNative::spawn_on)
-/// reports a [`SpawnError`].
+/// task before `spawn` returns, or returns `Err`, refused it: [`Builder::spawn_on`](crate::Builder::spawn_on)
+/// reports a [`SpawnError`], and the closure never runs (a task the spawner kept anyway only
+/// finds its job finished).
 ///
 /// ```
 /// use tethered::{AbortableNative, Runnable, SpawnError, Spawner};
@@ -38,7 +39,7 @@ use crate::sync::thread;
 ///     }
 /// }
 ///
-/// let job = AbortableNative::spawn_on(&BigStack, |_token| 40 + 2).unwrap();
+/// let job = AbortableNative::builder().spawn_on(&BigStack, |_token| 40 + 2).unwrap();
 /// assert_eq!(job.join_blocking().unwrap(), 42);
 /// ```
 pub trait Spawner {
@@ -115,20 +116,14 @@ pub struct Runnable {
     job: Option<Arc<dyn RunJob>>,
 }
 
-/// The pool-side runnable's name before it became [`Runnable`].
-#[deprecated(
-    since = "0.2.0",
-    note = "renamed `tethered::Runnable`: a pool runs it; the caller's handle is the job"
-)]
-pub type NativeTask = Runnable;
-
 impl Runnable {
     pub(crate) fn new(job: Arc<dyn RunJob>) -> Self {
         Runnable { job: Some(job) }
     }
 
     /// The job's name, if it was given one with [`Builder::name`](crate::Builder::name).
-    /// [`ThreadSpawner`] names the thread after it.
+    /// [`ThreadSpawner`] names the thread after it; on any other pool the job renames its
+    /// thread while it runs.
     pub fn name(&self) -> Option<&str> {
         self.job.as_ref().and_then(|job| job.name())
     }
@@ -173,10 +168,9 @@ impl fmt::Debug for Runnable {
 /// use tethered::{AbortableNative, ThreadSpawner};
 ///
 /// let spawner = ThreadSpawner::new().name("sandbox");
-/// let job = AbortableNative::spawn_on(&spawner, |_token| {
-///     std::thread::current().name().map(str::to_owned)
-/// })
-/// .unwrap();
+/// let job = AbortableNative::builder()
+///     .spawn_on(&spawner, |_token| std::thread::current().name().map(str::to_owned))
+///     .unwrap();
 /// assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox"));
 /// ```
 #[derive(Clone, Debug, Default)]

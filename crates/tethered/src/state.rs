@@ -56,6 +56,7 @@
 //! while holding a child's: a cancel releases a node's lock before it visits the node's
 //! children.
 
+mod deadline;
 mod registry;
 mod token_ref;
 mod tree;
@@ -162,6 +163,9 @@ struct Registrations {
     running: Option<(Key, thread::ThreadId)>,
     /// The cancelling thread is still running this token's callbacks (invariant 4).
     draining: bool,
+    /// The earliest deadline set on this token itself (see `deadline.rs`); its ancestors'
+    /// are read from them.
+    deadline: Option<Instant>,
 }
 
 impl Shared {

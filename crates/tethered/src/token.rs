@@ -210,8 +210,50 @@ impl CancelToken {
             return Ok(());
         };
         let entry = crate::timer::schedule(deadline, Box::new(action))?;
+        self.state.record_deadline(deadline);
         self.on_cancel(move |_| drop(entry)).detach();
         Ok(())
+    }
+
+    /// The earliest deadline of this token: one set with `cancel_after` on its own source or
+    /// job handle, or on any ancestor's (a child inherits the earliest above it, also one set
+    /// after it was made). `None` if nothing above has a deadline.
+    ///
+    /// A job can hand what is left of its caller's deadline to work it starts: a request to
+    /// another host, a child process, a sub-query.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::CancelSource;
+    ///
+    /// let request = CancelSource::new();
+    /// let step = request.token().child();
+    /// assert_eq!(step.token().deadline(), None);
+    /// request.cancel_after(Duration::from_secs(30))?;
+    /// step.cancel_after(Duration::from_secs(60))?; // later than its parent's: the parent's wins
+    /// assert_eq!(step.token().deadline(), request.token().deadline());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.state.deadline()
+    }
+
+    /// How long until [`deadline`](Self::deadline): zero once it has passed, `None` if there
+    /// is none.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::CancelSource;
+    ///
+    /// let request = CancelSource::new();
+    /// request.cancel_after(Duration::from_secs(5))?;
+    /// let left = request.token().child().token().time_left().unwrap();
+    /// assert!(left <= Duration::from_secs(5) && left > Duration::from_secs(4));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn time_left(&self) -> Option<Duration> {
+        self.deadline()
+            .map(|deadline| deadline.saturating_duration_since(std::time::Instant::now()))
     }
 
     fn register(&self, callback: Callback) -> CallbackGuard {

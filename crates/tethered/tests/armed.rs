@@ -46,7 +46,8 @@ fn a_blocking_channel_receive_ends_on_cancel() {
     });
     started.recv().unwrap();
     assert!(job.cancel(CancelReason::Requested));
-    assert_eq!(job.join_blocking().unwrap(), Ok(None));
+    let stopped = job.join_blocking().unwrap_err();
+    assert_eq!(stopped.into_returned(), Some(Ok(None)));
 }
 
 #[test]

@@ -33,8 +33,11 @@ fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
         "the join answered only once the closure had returned"
     );
     match outcome {
-        Ok(reason) => assert_eq!(reason, Some(CancelReason::Timeout)),
-        Err(err) => panic!("the closure ran, so it answers itself: {err}"),
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(seen),
+        }) => assert_eq!(seen, Some(CancelReason::Timeout)),
+        other => panic!("the closure ran, so the stop carries what it returned: {other:?}"),
     }
 }
 
@@ -69,11 +72,13 @@ fn zero_fires_at_once_and_duration_max_never_fires() {
 #[test]
 fn a_job_still_waiting_for_a_thread_finishes_at_its_deadline() {
     let pool = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&pool, |_| unreachable!("never started")).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&pool, |_| unreachable!("never started"))
+        .unwrap();
     job.cancel_after(Duration::from_millis(10)).unwrap();
     let started = Instant::now();
     match job.join_blocking() {
-        Err(NativeError::Cancelled(reason)) => assert_eq!(reason, CancelReason::Timeout),
+        Err(NativeError::Cancelled { reason, .. }) => assert_eq!(reason, CancelReason::Timeout),
         other => panic!("expected a cancelled job, got {other:?}"),
     }
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -103,4 +108,75 @@ fn a_source_deadline_reaches_its_tokens_and_children_after_the_source_is_gone() 
         child.token().wait_timeout(Duration::from_secs(10)),
         Some(CancelReason::Timeout)
     );
+}
+
+#[test]
+fn a_token_without_a_deadline_has_no_time_left() {
+    let source = tethered::CancelSource::new();
+    assert_eq!(source.token().deadline(), None);
+    assert_eq!(source.token().child().token().time_left(), None);
+    assert_eq!(tethered::CancelToken::never().time_left(), None);
+    // A deadline too far for an `Instant` is no deadline.
+    source.cancel_after(Duration::MAX).unwrap();
+    assert_eq!(source.token().deadline(), None);
+}
+
+#[test]
+fn a_child_inherits_the_earliest_deadline_above_it_even_one_set_after_it_was_made() {
+    let root = tethered::CancelSource::new();
+    let middle = root.token().child();
+    let leaf = middle.token().child();
+    middle.cancel_after(Duration::from_secs(60)).unwrap();
+    let middles = middle.token().deadline().expect("its own deadline");
+    assert_eq!(leaf.token().deadline(), Some(middles));
+    assert_eq!(root.token().deadline(), None, "a parent does not inherit");
+    // Set on the root after the leaf was made: earlier, so it wins.
+    root.cancel_after(Duration::from_secs(30)).unwrap();
+    let roots = root.token().deadline().unwrap();
+    assert!(roots < middles);
+    assert_eq!(leaf.token().deadline(), Some(roots));
+    // The leaf's own, later one does not move it.
+    leaf.cancel_after(Duration::from_secs(90)).unwrap();
+    assert_eq!(leaf.token().deadline(), Some(roots));
+    let left = leaf.token().time_left().unwrap();
+    assert!(
+        left <= Duration::from_secs(30) && left > Duration::from_secs(20),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn time_left_is_zero_once_the_deadline_passed() {
+    let source = tethered::CancelSource::new();
+    source.cancel_after(Duration::from_millis(1)).unwrap();
+    assert_eq!(source.token().wait(), CancelReason::Timeout);
+    assert_eq!(source.token().time_left(), Some(Duration::ZERO));
+}
+
+#[test]
+fn a_jobs_cancel_after_is_the_deadline_its_closure_reads() {
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (go_tx, go) = std::sync::mpsc::channel::<()>();
+    let job = AbortableNative::spawn(move |token| {
+        started_tx.send(()).unwrap();
+        go.recv().unwrap();
+        token.time_left()
+    });
+    started.recv().unwrap();
+    job.cancel_after(Duration::from_secs(60)).unwrap();
+    go_tx.send(()).unwrap();
+    let left = job.join_blocking().unwrap().expect("the handle's deadline");
+    assert!(left > Duration::from_secs(50), "{left:?}");
+}
+
+#[test]
+fn a_scope_job_tied_to_a_request_reads_the_requests_deadline() {
+    let scope = tethered::NativeScope::new();
+    let request = tethered::CancelSource::new();
+    request.cancel_after(Duration::from_secs(45)).unwrap();
+    let job = AbortableNative::builder()
+        .child_of(&request.token())
+        .spawn_in(&scope, |token| token.deadline())
+        .unwrap();
+    assert_eq!(job.join_blocking().unwrap(), request.token().deadline());
 }

@@ -15,15 +15,19 @@ use tethered::{
 fn a_job_never_cancels_the_callers_token_nor_its_siblings() {
     let shared = CancelSource::new();
     for round in 0..2_000 {
-        let builder = AbortableNative::builder();
-        // Both ways of tying a job to the caller's token: neither hands the job the token.
-        #[allow(deprecated)]
-        let builder = if round % 4 < 2 {
-            builder.child_of(&shared.token())
+        // Through the caller's token, and through a child of it: neither hands the job the
+        // caller's token.
+        let parent = if round % 4 < 2 {
+            shared.token()
         } else {
-            builder.source(shared.clone())
+            shared.token().child().token()
         };
-        let job = builder.spawn(|token| token.is_cancelled());
+        let job = AbortableNative::builder()
+            .child_of(&parent)
+            .spawn_on(&tethered::ThreadSpawner::new(), |token| {
+                token.is_cancelled()
+            })
+            .unwrap();
         // Half are dropped at once (often unfinished), half after they finished.
         if round % 2 == 1 {
             while !job.is_finished() {
@@ -93,7 +97,18 @@ fn a_timeout_that_fires_as_the_job_finishes_never_loses_the_result() {
                 );
                 ok += 1;
             }
-            Err(NativeError::Cancelled(CancelReason::Timeout)) => {
+            // The cancel won: the job had not started (`Cancelled`), or its closure was
+            // running and the race stopped waiting (`Abandoned`).
+            Err(
+                NativeError::Cancelled {
+                    reason: CancelReason::Timeout,
+                    returned: None,
+                }
+                | NativeError::Abandoned {
+                    reason: CancelReason::Timeout,
+                    ..
+                },
+            ) => {
                 assert_eq!(token.reason(), Some(CancelReason::Timeout));
                 cancelled += 1;
             }
@@ -156,13 +171,15 @@ fn abandon_after_duration_max_never_abandons_and_never_overflows() {
     let (started_tx, started) = mpsc::channel();
     let job = AbortableNative::builder()
         .abandon_after(Duration::MAX)
-        .spawn(move |token| {
+        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
             started_tx.send(()).unwrap();
             token.wait()
-        });
+        })
+        .unwrap();
     started.recv().unwrap();
     assert!(job.cancel(CancelReason::Timeout));
-    assert_eq!(job.join_blocking().unwrap(), CancelReason::Timeout);
+    let stopped = job.join_blocking().unwrap_err();
+    assert_eq!(stopped.into_returned(), Some(CancelReason::Timeout));
     assert_eq!(
         tethered::stats().callback_panics,
         panics_before,

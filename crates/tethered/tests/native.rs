@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures_executor::block_on;
 use support::{ClosedSpawner, FailingSpawner, InlineSpawner, QueueSpawner};
 use tethered::{
-    AbortableNative, CancelReason, CancelSource, NativeError, SpawnError, ThreadSpawner,
+    AbortableNative, CancelReason, CancelSource, NativeError, SpawnError, Tethered, ThreadSpawner,
 };
 
 fn assert_send_sync_unpin<T: Send + Sync + Unpin + 'static>(_: &T) {}
@@ -83,11 +83,46 @@ fn dropping_the_awaiting_future_mid_await_cancels_the_job() {
 }
 
 #[test]
-fn a_cancelled_job_still_returns_what_its_closure_returns() {
+fn a_job_cancelled_while_it_runs_reads_as_stopped_with_what_its_closure_returned() {
     let (job, started) = spinning_job();
     started.recv().unwrap();
     job.cancel(CancelReason::Timeout);
-    assert_eq!(job.join_blocking().unwrap(), CancelReason::Timeout);
+    match job.join_blocking() {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(seen),
+        }) => assert_eq!(seen, CancelReason::Timeout),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_cancel_from_a_parent_reads_the_same_as_one_from_the_handle() {
+    for by_parent in [false, true] {
+        let parent = CancelSource::new();
+        let (started_tx, started) = mpsc::channel();
+        let job = AbortableNative::builder()
+            .child_of(&parent.token())
+            .spawn_on(&ThreadSpawner::new(), move |token| {
+                started_tx.send(()).unwrap();
+                token.wait();
+                "partial"
+            })
+            .unwrap();
+        started.recv().unwrap();
+        if by_parent {
+            parent.cancel(CancelReason::Shutdown);
+        } else {
+            job.cancel(CancelReason::Shutdown);
+        }
+        assert!(matches!(
+            job.join_blocking(),
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Shutdown,
+                returned: Some("partial"),
+            })
+        ));
+    }
 }
 
 #[test]
@@ -96,7 +131,9 @@ fn cancel_returns_true_only_once() {
     started.recv().unwrap();
     assert!(job.cancel(CancelReason::Requested));
     assert!(!job.cancel(CancelReason::Timeout));
-    assert_eq!(block_on(job).unwrap(), CancelReason::Requested);
+    let stopped = block_on(job).unwrap_err();
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Requested));
+    assert_eq!(stopped.into_returned(), Some(CancelReason::Requested));
 }
 
 #[test]
@@ -104,14 +141,18 @@ fn cancel_before_start_never_runs_the_closure() {
     let spawner = QueueSpawner::default();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
-    let job =
-        AbortableNative::spawn_on(&spawner, move |_| flag.store(true, Ordering::SeqCst)).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, move |_| flag.store(true, Ordering::SeqCst))
+        .unwrap();
     job.cancel(CancelReason::Timeout);
     spawner.take().run();
     assert!(!ran.load(Ordering::SeqCst));
     assert!(matches!(
         job.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Timeout))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            ..
+        })
     ));
 }
 
@@ -122,11 +163,12 @@ fn dropping_the_handle_before_start_skips_the_closure_and_drops_it() {
     let flag = ran.clone();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = AbortableNative::spawn_on(&spawner, move |_| {
-        let _held = &held;
-        flag.store(true, Ordering::SeqCst);
-    })
-    .unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, move |_| {
+            let _held = &held;
+            flag.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
     let token = job.token();
     drop(job);
     assert_eq!(token.reason(), Some(CancelReason::Dropped));
@@ -142,20 +184,27 @@ fn dropping_the_handle_before_start_skips_the_closure_and_drops_it() {
 #[test]
 fn a_task_dropped_unrun_by_its_pool_reports_shutdown() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&spawner, |_| 1).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, |_| 1)
+        .unwrap();
     let token = job.token();
     spawner.shut_down();
     assert!(job.is_finished());
     assert!(matches!(
         block_on(job),
-        Err(NativeError::Cancelled(CancelReason::Shutdown))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Shutdown,
+            ..
+        })
     ));
     assert_eq!(token.reason(), Some(CancelReason::Shutdown));
 }
 
 #[test]
 fn a_spawner_that_drops_the_task_while_spawning_is_a_spawn_error() {
-    let err = AbortableNative::spawn_on(&ClosedSpawner, |_| 1).unwrap_err();
+    let err = AbortableNative::builder()
+        .spawn_on(&ClosedSpawner, |_| 1)
+        .unwrap_err();
     assert!(matches!(err, SpawnError::Rejected));
     assert!(
         err.to_string()
@@ -165,14 +214,18 @@ fn a_spawner_that_drops_the_task_while_spawning_is_a_spawn_error() {
 
 #[test]
 fn a_spawner_error_is_returned_with_its_cause() {
-    let err = AbortableNative::spawn_on(&FailingSpawner, |_| 1).unwrap_err();
+    let err = AbortableNative::builder()
+        .spawn_on(&FailingSpawner, |_| 1)
+        .unwrap_err();
     assert_eq!(err.to_string(), "the spawner failed: no capacity left");
     assert!(std::error::Error::source(&err).is_some());
 }
 
 #[test]
 fn a_spawner_that_runs_inline_delivers_the_result() {
-    let job = AbortableNative::spawn_on(&InlineSpawner, |_| 5).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&InlineSpawner, |_| 5)
+        .unwrap();
     assert!(job.is_finished());
     assert_eq!(block_on(job).unwrap(), 5);
 }
@@ -197,12 +250,36 @@ fn a_panicking_closure_is_an_error_with_its_payload_not_a_panic_in_the_awaiter()
 
 #[test]
 fn native_error_accessors_and_messages() {
-    let err = NativeError::Cancelled(CancelReason::Timeout);
+    let err: NativeError<u32> = NativeError::from(tethered::Cancelled::new(CancelReason::Timeout));
     assert!(err.is_cancelled());
     assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(err.returned(), None);
     assert_eq!(err.to_string(), "native job cancelled: the deadline passed");
     let err = err.try_into_panic().unwrap_err();
     assert!(!err.is_panic());
+
+    let err = NativeError::Cancelled {
+        reason: CancelReason::Requested,
+        returned: Some(7u32),
+    };
+    assert_eq!(err.returned(), Some(&7));
+    assert_eq!(
+        err.to_string(),
+        "native job cancelled: cancellation was requested (its closure returned a value after the cancel)"
+    );
+    // Debug names what came back, not the value: an error for any `T`.
+    assert_eq!(
+        format!("{err:?}"),
+        r#"Cancelled { reason: Requested, returned: Some("u32") }"#
+    );
+    assert_eq!(err.map_returned(|n| n * 2).into_returned(), Some(14));
+    let boxed: Box<dyn std::error::Error + Send + Sync> = NativeError::Cancelled {
+        reason: CancelReason::Requested,
+        returned: Some(std::cell::Cell::new(1)),
+    }
+    .without_returned()
+    .into();
+    assert!(boxed.to_string().starts_with("native job cancelled"));
 }
 
 #[test]
@@ -232,28 +309,35 @@ fn cancel_and_join_resolves_only_after_the_closure_returned() {
         reason
     });
     started.recv().unwrap();
-    let reason = block_on(job.cancel_and_join()).unwrap();
-    assert_eq!(reason, CancelReason::Requested);
+    let stopped = block_on(job.cancel_and_join()).unwrap_err();
+    assert_eq!(stopped.into_returned(), Some(CancelReason::Requested));
     assert!(returned.load(Ordering::SeqCst));
 }
 
 #[test]
 fn cancel_and_join_of_a_queued_job_resolves_without_running_it() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&spawner, |_| 1).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, |_| 1)
+        .unwrap();
     let joined = thread::spawn(move || block_on(job.cancel_and_join()));
     thread::sleep(Duration::from_millis(10));
     spawner.take().run();
     assert!(matches!(
         joined.join().unwrap(),
-        Err(NativeError::Cancelled(CancelReason::Requested))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Requested,
+            ..
+        })
     ));
 }
 
 #[test]
 fn the_handle_wakes_its_task_when_the_job_finishes() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&spawner, |_| 3).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, |_| 3)
+        .unwrap();
     let mut job = pin!(job);
     let woken = Arc::new(WakeFlag::default());
     let waker = Waker::from(woken.clone());
@@ -298,7 +382,7 @@ fn detach_lets_the_job_run_on_uncancelled() {
 }
 
 #[test]
-fn spawn_with_source_ties_the_job_to_an_outer_token() {
+fn child_of_ties_the_job_to_an_outer_token() {
     let request = CancelSource::new();
     let (started_tx, started) = mpsc::channel();
     let job = AbortableNative::builder()
@@ -310,7 +394,8 @@ fn spawn_with_source_ties_the_job_to_an_outer_token() {
         .unwrap();
     started.recv().unwrap();
     request.cancel(CancelReason::Shutdown);
-    assert_eq!(job.join_blocking().unwrap(), CancelReason::Shutdown);
+    let stopped = job.join_blocking().unwrap_err();
+    assert_eq!(stopped.into_returned(), Some(CancelReason::Shutdown));
     assert_eq!(request.token().registrations(), 0);
 }
 
@@ -321,18 +406,20 @@ fn thread_spawner_names_its_threads() {
         job.join_blocking().unwrap().as_deref(),
         Some(ThreadSpawner::DEFAULT_THREAD_NAME)
     );
-    let job = AbortableNative::spawn_on(&ThreadSpawner::new().name("interp-7"), |_| {
-        thread::current().name().map(str::to_owned)
-    })
-    .unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&ThreadSpawner::new().name("interp-7"), |_| {
+            thread::current().name().map(str::to_owned)
+        })
+        .unwrap();
     assert_eq!(job.join_blocking().unwrap().as_deref(), Some("interp-7"));
 }
 
 #[test]
 fn thread_spawner_reports_an_os_refusal_as_a_spawn_error() {
     // A stack larger than any address space: the OS refuses the thread.
-    let err =
-        AbortableNative::spawn_on(&ThreadSpawner::new().stack_size(usize::MAX), |_| 1).unwrap_err();
+    let err = AbortableNative::builder()
+        .spawn_on(&ThreadSpawner::new().stack_size(usize::MAX), |_| 1)
+        .unwrap_err();
     assert!(matches!(err, SpawnError::Thread(_)), "{err:?}");
     assert!(
         err.to_string()
@@ -359,7 +446,10 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
     let result = block_on(job.cancel_when(std::future::ready(()), CancelReason::Timeout));
     assert!(matches!(
         result,
-        Err(NativeError::Cancelled(CancelReason::Timeout))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            ..
+        })
     ));
     assert_eq!(token.reason(), Some(CancelReason::Timeout));
     // If the closure had not started, it was dropped unrun, and the channel with it.
@@ -369,7 +459,9 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
 #[test]
 fn debug_output_shows_state() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, |_| ())
+        .unwrap();
     assert_eq!(
         format!("{job:?}"),
         "AbortableNative { finished: false, cancelled: false }"
@@ -391,7 +483,10 @@ fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
     assert_eq!(spawner.len(), 0, "no pool slot is spent on a cancelled job");
     assert!(matches!(
         job.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Timeout))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            ..
+        })
     ));
 }
 
@@ -411,7 +506,9 @@ impl tethered::Spawner for ShutDownPool {
 
 #[test]
 fn a_spawner_can_name_its_refusal() {
-    let err = AbortableNative::spawn_on(&ShutDownPool, |_| 1).unwrap_err();
+    let err = AbortableNative::builder()
+        .spawn_on(&ShutDownPool, |_| 1)
+        .unwrap_err();
     assert!(matches!(
         err,
         SpawnError::Shutdown {
@@ -432,11 +529,12 @@ fn cancelling_a_job_still_queued_in_a_pool_finishes_it_at_once() {
     let spawner = QueueSpawner::default();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = AbortableNative::spawn_on(&spawner, move |_| {
-        let _held = &held;
-        unreachable!("cancelled while queued: never runs")
-    })
-    .unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, move |_| {
+            let _held = &held;
+            unreachable!("cancelled while queued: never runs")
+        })
+        .unwrap();
     assert!(job.cancel(CancelReason::Timeout));
     assert!(job.is_finished(), "no thread needs to reach it first");
     assert_eq!(
@@ -446,7 +544,10 @@ fn cancelling_a_job_still_queued_in_a_pool_finishes_it_at_once() {
     );
     assert!(matches!(
         block_on(job.cancel_and_join()),
-        Err(NativeError::Cancelled(CancelReason::Timeout))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            ..
+        })
     ));
     // When a pool thread finally gets to the task, there is nothing left to do.
     spawner.take().run();
@@ -457,10 +558,11 @@ fn dropping_the_handle_of_a_queued_job_frees_its_closure_at_once() {
     let spawner = QueueSpawner::default();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = AbortableNative::spawn_on(&spawner, move |_| {
-        let _held = &held;
-    })
-    .unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, move |_| {
+            let _held = &held;
+        })
+        .unwrap();
     drop(job);
     assert_eq!(Arc::strong_count(&captured), 1);
     drop(spawner.take()); // the pool shutting down later changes nothing either
@@ -544,7 +646,10 @@ fn a_queued_job_cancelled_through_an_outer_token_finishes_at_once() {
     );
     assert!(matches!(
         job.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Custom(_)))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Custom(_),
+            ..
+        })
     ));
     spawner.take().run(); // the pool's late run does nothing
     assert_eq!(request.token().registrations(), 0);
@@ -555,7 +660,9 @@ fn a_job_with_its_own_source_registers_no_callback() {
     // Its cancels come through its handle, which finishes a queued job itself: a plain job
     // pays for no registration (an allocation and a lock), whatever the features.
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, |_| ())
+        .unwrap();
     let expected = usize::from(cfg!(feature = "tracing"));
     assert_eq!(job.token().registrations(), expected);
     // One given a source from outside listens for cancels that bypass its handle.
@@ -568,4 +675,145 @@ fn a_job_with_its_own_source_registers_no_callback() {
     spawner.take().run();
     job.join_blocking().unwrap();
     job2.join_blocking().unwrap();
+}
+
+#[test]
+fn a_spawner_that_refuses_but_keeps_the_task_never_runs_the_closure() {
+    let spawner = support::KeepingFailingSpawner::default();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let err = AbortableNative::builder()
+        .spawn_on(&spawner, move |_| flag.store(true, Ordering::SeqCst))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("refused, but kept the task"),
+        "{err}"
+    );
+    // The spawner runs what it kept anyway: the job was finished at the refusal.
+    spawner.take().run();
+    assert!(!ran.load(Ordering::SeqCst));
+
+    let scope = tethered::NativeScope::with_spawner(spawner.clone());
+    let flag = ran.clone();
+    assert!(
+        scope
+            .spawn(move |_| flag.store(true, Ordering::SeqCst))
+            .is_err()
+    );
+    spawner.take().run();
+    assert!(!ran.load(Ordering::SeqCst));
+    assert!(scope.is_empty(), "a refused job leaves its scope");
+}
+
+#[test]
+fn or_cancelled_turns_a_shutdown_refusal_into_a_stopped_handle() {
+    let base = tethered::stats();
+    let job = AbortableNative::or_cancelled(
+        AbortableNative::builder().spawn_on(&ClosedSpawner, |_| unreachable!("refused")),
+    );
+    assert!(job.is_finished());
+    assert!(matches!(
+        job.join_blocking(),
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Shutdown,
+            returned: None
+        })
+    ));
+    assert!(tethered::stats().cancelled > base.cancelled);
+}
+
+#[test]
+fn or_cancelled_panics_on_a_refusal_that_is_not_a_shutdown() {
+    let panic = std::panic::catch_unwind(|| {
+        AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&FailingSpawner, |_| ()))
+    })
+    .unwrap_err();
+    let message = panic
+        .downcast_ref::<String>()
+        .expect("a panic with a message");
+    assert!(message.contains("no capacity left"), "{message}");
+}
+
+#[test]
+fn a_timeout_on_a_borrowed_handle_stops_waiting_and_keeps_the_handle_for_the_stop() {
+    let (mut job, started) = spinning_job();
+    started.recv().unwrap();
+    let waited = block_on((&mut job).cancel_when(std::future::ready(()), CancelReason::Timeout));
+    assert!(matches!(
+        waited,
+        Err(NativeError::Abandoned {
+            reason: CancelReason::Timeout,
+            grace: Duration::ZERO
+        })
+    ));
+    // The handle is still ours: it waits until the closure returned, with what it returned.
+    let stopped = block_on(&mut job).unwrap_err();
+    assert_eq!(stopped.into_returned(), Some(CancelReason::Timeout));
+}
+
+#[test]
+fn cancel_after_through_the_tethered_trait_times_out_then_waits_for_the_closure() {
+    fn time_out<J: Tethered>(job: &J) {
+        job.cancel_after(Duration::from_millis(20)).unwrap();
+    }
+    let (job, started) = spinning_job();
+    started.recv().unwrap();
+    time_out(&job);
+    let stopped = job.join_blocking().unwrap_err();
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(stopped.into_returned(), Some(CancelReason::Timeout));
+}
+
+/// The OS's name for the calling thread, as `top -H` shows it.
+#[cfg(target_os = "linux")]
+fn os_thread_name() -> String {
+    std::fs::read_to_string("/proc/thread-self/comm")
+        .unwrap()
+        .trim_end()
+        .to_owned()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_named_job_names_its_pool_thread_while_it_runs_and_gives_the_name_back() {
+    let pool = QueueSpawner::default();
+    let named = AbortableNative::builder()
+        .name("script-request-4711")
+        .spawn_on(&pool, |_| os_thread_name())
+        .unwrap();
+    let unnamed = AbortableNative::builder()
+        .spawn_on(&pool, |_| os_thread_name())
+        .unwrap();
+    let worker = thread::Builder::new()
+        .name("pool-worker".into())
+        .spawn(move || {
+            pool.take().run();
+            let after_named = os_thread_name();
+            pool.take().run();
+            after_named
+        })
+        .unwrap();
+    assert_eq!(worker.join().unwrap(), "pool-worker");
+    // The kernel keeps 15 bytes of a name.
+    assert_eq!(named.join_blocking().unwrap(), "script-request-");
+    assert_eq!(unnamed.join_blocking().unwrap(), "pool-worker");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_named_job_that_panics_still_gives_its_thread_its_name_back() {
+    let pool = QueueSpawner::default();
+    let job = AbortableNative::builder()
+        .name("doomed")
+        .spawn_on(&pool, |_| -> () { panic!("inside a named job") })
+        .unwrap();
+    let worker = thread::Builder::new()
+        .name("pool-worker".into())
+        .spawn(move || {
+            pool.take().run();
+            os_thread_name()
+        })
+        .unwrap();
+    assert_eq!(worker.join().unwrap(), "pool-worker");
+    assert!(job.join_blocking().unwrap_err().is_panic());
 }

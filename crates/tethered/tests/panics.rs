@@ -142,10 +142,12 @@ fn dropping_the_handle_of_a_job_that_panicked_with_such_a_payload_does_not_panic
 
     // And when the handle is gone before the closure panics, the runner drops it, contained.
     let (go_tx, go) = mpsc::channel::<()>();
-    let job = AbortableNative::builder().spawn(move |_| {
-        let _ = go.recv();
-        panic_any(PanicsOnDrop)
-    });
+    let job = AbortableNative::builder()
+        .spawn_on(&tethered::ThreadSpawner::new(), move |_| {
+            let _ = go.recv();
+            panic_any(PanicsOnDrop)
+        })
+        .unwrap();
     job.detach();
     go_tx.send(()).unwrap();
     tethered::testing::assert_all_returned(Duration::from_secs(10));
@@ -189,7 +191,10 @@ fn a_queued_job_whose_capture_panics_on_drop_resolves_when_cancelled() {
     assert!(matches!(cancelled, Ok(true)));
     assert!(matches!(
         queued.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Requested))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Requested,
+            ..
+        })
     ));
     assert_eq!(scope.len(), 1, "no phantom straggler is left in the scope");
     assert_eq!(stats().drop_panics, before.drop_panics + 1);

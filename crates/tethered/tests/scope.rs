@@ -41,7 +41,10 @@ fn len_counts_unfinished_jobs_and_wait_idle_resolves_when_none_are_left() {
     block_on(scope.wait_idle());
     assert!(scope.is_empty());
     for job in jobs {
-        assert_eq!(job.join_blocking().unwrap(), CancelReason::Requested);
+        assert_eq!(
+            job.join_blocking().unwrap_err().into_returned(),
+            Some(CancelReason::Requested)
+        );
     }
 }
 
@@ -60,7 +63,15 @@ fn cancel_all_cancels_every_job_and_keeps_the_scope_open() {
     }
     scope.cancel_all(CancelReason::custom("reload"));
     for job in jobs {
-        assert_eq!(job.join_blocking().unwrap(), CancelReason::custom("reload"));
+        let stopped = job.join_blocking().unwrap_err();
+        assert_eq!(
+            stopped.cancel_reason(),
+            Some(&CancelReason::custom("reload"))
+        );
+        assert_eq!(
+            stopped.into_returned(),
+            Some(CancelReason::custom("reload"))
+        );
     }
     assert!(!scope.is_closed());
     assert_eq!(scope.spawn(|_| 5).unwrap().join_blocking().unwrap(), 5);
@@ -81,7 +92,10 @@ fn shutdown_cancels_with_shutdown_waits_and_reports_every_job_returned() {
     assert!(report.elapsed < Duration::from_secs(30));
     assert!(scope.is_empty());
     for job in jobs {
-        assert_eq!(job.join_blocking().unwrap(), CancelReason::Shutdown);
+        assert_eq!(
+            job.join_blocking().unwrap_err().into_returned(),
+            Some(CancelReason::Shutdown)
+        );
     }
 }
 
@@ -177,7 +191,10 @@ fn dropping_the_scope_cancels_its_jobs_without_blocking() {
     drop(scope); // returns although the job ignores its token
     assert_eq!(token.reason(), Some(CancelReason::Shutdown));
     release_tx.send(()).unwrap();
-    assert_eq!(stuck.join_blocking().unwrap(), Some(CancelReason::Shutdown));
+    assert_eq!(
+        stuck.join_blocking().unwrap_err().into_returned(),
+        Some(Some(CancelReason::Shutdown))
+    );
 }
 
 #[test]
@@ -232,7 +249,7 @@ fn a_cancelled_job_keeps_its_slot_until_its_closure_returns() {
     stuck.release();
     next.join_blocking().unwrap();
     assert!(next_started.load(Ordering::SeqCst));
-    slow.join_blocking().unwrap();
+    assert!(slow.join_blocking().unwrap_err().returned().is_some());
 }
 
 #[test]
@@ -251,7 +268,10 @@ fn a_waiting_job_cancelled_resolves_at_once_without_running() {
     // The slot is still held by the blocker, yet the cancelled job resolves.
     assert!(matches!(
         waiting.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Timeout))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            ..
+        })
     ));
     assert!(!ran.load(Ordering::SeqCst));
     assert_eq!(scope.len(), 1);
@@ -274,7 +294,10 @@ fn a_scope_on_a_custom_spawner_reports_jobs_its_pool_dropped() {
     spawner.shut_down();
     assert!(matches!(
         job.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Shutdown))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Shutdown,
+            ..
+        })
     ));
     assert!(scope.is_empty());
 }
@@ -309,7 +332,8 @@ fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
     let job = Builder::new()
         .name("stuck")
         .abandon_after(Duration::from_millis(30))
-        .spawn(stuck.job());
+        .spawn_on(&tethered::ThreadSpawner::new(), stuck.job())
+        .unwrap();
     stuck.wait_started();
     let cancelled_at = Instant::now();
     job.cancel(CancelReason::Timeout);
@@ -329,14 +353,16 @@ fn abandon_after_does_not_cut_short_a_job_that_returns_in_time() {
     let (started_tx, started) = mpsc::channel();
     let job = Builder::new()
         .abandon_after(Duration::from_secs(30))
-        .spawn(move |token| {
+        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
             started_tx.send(()).unwrap();
             token.wait();
             thread::sleep(Duration::from_millis(20));
             "clean"
-        });
+        })
+        .unwrap();
     started.recv().unwrap();
-    assert_eq!(block_on(job.cancel_and_join()).unwrap(), "clean");
+    let stopped = block_on(job.cancel_and_join()).unwrap_err();
+    assert_eq!(stopped.into_returned(), Some("clean"));
 }
 
 #[test]
@@ -351,7 +377,8 @@ fn without_an_abandon_policy_an_awaited_job_waits_for_its_closure() {
     });
     started.recv().unwrap();
     job.cancel(CancelReason::Timeout);
-    job.join_blocking().unwrap();
+    let stopped = job.join_blocking().unwrap_err();
+    assert!(stopped.is_cancelled() && stopped.returned().is_some());
     assert!(returned.load(Ordering::SeqCst));
 }
 
@@ -361,15 +388,16 @@ fn child_of_ties_a_job_to_an_outer_token() {
     let (started_tx, started) = mpsc::channel();
     let job = Builder::new()
         .child_of(&request.token())
-        .spawn(move |token| {
+        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
             started_tx.send(()).unwrap();
             token.wait()
-        });
+        })
+        .unwrap();
     started.recv().unwrap();
     request.cancel(CancelReason::custom("client gone"));
     assert_eq!(
-        job.join_blocking().unwrap(),
-        CancelReason::custom("client gone")
+        job.join_blocking().unwrap_err().into_returned(),
+        Some(CancelReason::custom("client gone"))
     );
 }
 
@@ -438,7 +466,10 @@ fn cancel_all_finishes_jobs_still_queued_in_the_pool_at_once() {
     assert!(scope.is_empty());
     assert!(matches!(
         job.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Shutdown))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Shutdown,
+            ..
+        })
     ));
     spawner.take().run(); // the pool's late run does nothing
     assert!(scope.is_empty());
@@ -515,7 +546,10 @@ fn a_scope_child_of_an_outer_token_cancels_its_jobs_now_and_later() {
     server.cancel(CancelReason::Shutdown);
     assert!(matches!(
         waiting.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Shutdown))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Shutdown,
+            ..
+        })
     ));
     match running.join_blocking() {
         Ok(reason) => assert_eq!(reason, CancelReason::Shutdown),

@@ -45,7 +45,7 @@ fn running_counts_closures_executing_now() {
     assert_eq!(stats().spawned, base.spawned + 3);
     for job in jobs {
         job.cancel(CancelReason::Requested);
-        job.join_blocking().unwrap();
+        assert!(job.join_blocking().unwrap_err().is_cancelled());
     }
     assert_eq!(stats().running, base.running);
     assert_eq!(stats().cancelled, base.cancelled + 3);
@@ -110,11 +110,17 @@ fn panics_are_counted() {
 fn refused_spawns_are_not_counted_and_unrun_jobs_count_as_cancelled() {
     let _serial = serial();
     let base = stats();
-    assert!(AbortableNative::spawn_on(&ClosedSpawner, |_| ()).is_err());
+    assert!(
+        AbortableNative::builder()
+            .spawn_on(&ClosedSpawner, |_| ())
+            .is_err()
+    );
     assert_eq!(stats(), base);
 
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, |_| ())
+        .unwrap();
     spawner.shut_down();
     assert!(job.join_blocking().is_err());
     let after = stats();
@@ -128,7 +134,9 @@ fn queued_counts_jobs_that_have_not_started() {
     let _serial = serial();
     let base = stats();
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::spawn_on(&spawner, |_| ()).unwrap();
+    let job = AbortableNative::builder()
+        .spawn_on(&spawner, |_| ())
+        .unwrap();
     assert_eq!(stats().queued, base.queued + 1);
     spawner.take().run();
     assert_eq!(stats().queued, base.queued);
@@ -182,7 +190,8 @@ fn shutdown_stragglers_count_as_detached_until_they_return() {
     assert_eq!(report.stragglers.len(), 1);
     assert_eq!(stats().detached, base.detached + 1);
     release_tx.send(()).unwrap();
-    held.join_blocking().unwrap();
+    let stopped = held.join_blocking().unwrap_err();
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
     assert_eq!(stats().detached, base.detached);
 }
 
@@ -193,7 +202,8 @@ fn an_abandoned_job_counts_as_detached_until_it_returns() {
     let stuck = Stuck::new();
     let job = Builder::new()
         .abandon_after(Duration::from_millis(10))
-        .spawn(stuck.job());
+        .spawn_on(&tethered::ThreadSpawner::new(), stuck.job())
+        .unwrap();
     stuck.wait_started();
     job.cancel(CancelReason::Requested);
     assert!(job.join_blocking().unwrap_err().is_abandoned());
@@ -213,7 +223,8 @@ fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
         Builder::new()
             .abandon_after(Duration::from_secs(60))
             .child_of(&shared.token())
-            .spawn(|_| ())
+            .spawn_on(&tethered::ThreadSpawner::new(), |_| ())
+            .unwrap()
             .join_blocking()
             .unwrap();
     }

@@ -53,23 +53,27 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     tracing::subscriber::set_global_default(collector.clone()).unwrap();
 
     let (started_tx, started) = mpsc::channel();
-    let job = Builder::new().name("traced").spawn(move |token| {
-        started_tx.send(()).unwrap();
-        token.wait()
-    });
+    let job = Builder::new()
+        .name("traced")
+        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
+            started_tx.send(()).unwrap();
+            token.wait()
+        })
+        .unwrap();
     started.recv().unwrap();
     job.cancel(CancelReason::Timeout);
-    job.join_blocking().unwrap();
+    assert!(job.join_blocking().unwrap_err().is_cancelled());
 
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
     let stuck = Builder::new()
         .name("stuck")
         .abandon_after(Duration::from_millis(5))
-        .spawn(move |_| {
+        .spawn_on(&tethered::ThreadSpawner::new(), move |_| {
             started_tx.send(()).unwrap();
             release.recv().unwrap();
-        });
+        })
+        .unwrap();
     started.recv().unwrap();
     stuck.cancel(CancelReason::Requested);
     assert!(stuck.join_blocking().unwrap_err().is_abandoned());
@@ -84,16 +88,21 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     let quick = Builder::new()
         .name("quick")
         .child_of(&source.token())
-        .spawn(move |token| {
+        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
             started_tx.send(()).unwrap();
             token.wait();
-        });
+        })
+        .unwrap();
     started.recv().unwrap();
     let canceller = std::thread::spawn(move || source.cancel(CancelReason::Shutdown));
-    quick.join_blocking().unwrap();
+    assert!(quick.join_blocking().unwrap_err().is_cancelled());
     canceller.join().unwrap();
 
-    let panicking = Builder::new().spawn(|_| -> () { panic!("traced panic") });
+    let panicking = Builder::new()
+        .spawn_on(&tethered::ThreadSpawner::new(), |_| -> () {
+            panic!("traced panic")
+        })
+        .unwrap();
     assert!(panicking.join_blocking().is_err());
 
     let lines = collector.lines.lock().unwrap().join("\n");

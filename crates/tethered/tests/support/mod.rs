@@ -116,3 +116,23 @@ impl Drop for Stuck {
         self.release();
     }
 }
+
+/// Keeps every task and still returns `Err`: a spawner that breaks its contract. The test can
+/// run what it kept, which must only find its job finished.
+#[derive(Clone, Default)]
+pub struct KeepingFailingSpawner {
+    kept: Arc<Mutex<Vec<Runnable>>>,
+}
+
+impl KeepingFailingSpawner {
+    pub fn take(&self) -> Runnable {
+        self.kept.lock().unwrap().remove(0)
+    }
+}
+
+impl Spawner for KeepingFailingSpawner {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
+        self.kept.lock().unwrap().push(task);
+        Err(SpawnError::other("refused, but kept the task"))
+    }
+}

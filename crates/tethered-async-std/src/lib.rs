@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tethered::{CancelReason, NativeError};
+//! use tethered::CancelReason;
 //!
 //! let result = async_std::task::block_on(async {
 //!     let job = tethered_async_std::spawn_native(|token| {
@@ -28,14 +28,15 @@
 //!     tethered_async_std::timeout(Duration::from_millis(20), job).await
 //! });
 //! // The caller gets the timeout at once; the closure saw `Timeout` and has returned or will.
-//! assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
+//! assert_eq!(result.unwrap_err().cancel_reason(), Some(&CancelReason::Timeout));
 //! ```
 //!
 //! # What is here
 //!
-//! - [`spawn_native`] / [`try_spawn_native`]: run `FnOnce(CancelToken) -> T` on the pool.
-//! - [`AsyncStdSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for
-//!   [`AbortableNative::spawn_on`](tethered::AbortableNative::spawn_on) and friends.
+//! - [`spawn_native`]: run `FnOnce(CancelToken) -> T` on the pool.
+//! - [`AsyncStdSpawner`]: the [`Spawner`](tethered::Spawner) behind it, for
+//!   [`Builder::spawn_on`](tethered::Builder::spawn_on) (a named job, a request's token) and
+//!   [`NativeScope::with_spawner`](tethered::NativeScope::with_spawner).
 //! - [`timeout`]: cancel with [`CancelReason::Timeout`](tethered::CancelReason::Timeout) when
 //!   async-std's timer fires first.
 //!
@@ -44,10 +45,10 @@
 //! # No runtime to be outside of
 //!
 //! async-std's executor and blocking pool are process-wide, start on first use and never shut
-//! down: these functions work on any thread, in an async-std task or not. So
-//! [`try_spawn_native`] has no error case here; it exists so code moves between the tethered
-//! adapters unchanged. Size the pool with the `BLOCKING_MAX_THREADS` environment variable
-//! (default 500), read once when the pool starts.
+//! down: these functions work on any thread, in an async-std task or not (where
+//! `tethered_tokio::spawn_native` panics outside a runtime, this one never does). Size the pool
+//! with the `BLOCKING_MAX_THREADS` environment variable (default 500), read once when the pool
+//! starts.
 //!
 //! [tethered]: https://docs.rs/tethered
 
@@ -57,7 +58,7 @@ mod spawn;
 mod spawner;
 mod timeout;
 
-pub use spawn::{spawn_native, try_spawn_native};
+pub use spawn::spawn_native;
 pub use spawner::AsyncStdSpawner;
 pub use timeout::timeout;
 

@@ -14,7 +14,7 @@ use tethered::{Runnable, SpawnError, Spawner};
 /// use tethered::AbortableNative;
 /// use tethered_async_std::AsyncStdSpawner;
 ///
-/// let job = AbortableNative::spawn_on(&AsyncStdSpawner::new(), |_token| {
+/// let job = AbortableNative::builder().spawn_on(&AsyncStdSpawner::new(), |_token| {
 ///     std::thread::current().name().map(str::to_owned)
 /// })?;
 /// let thread = async_std::task::block_on(job)?;

@@ -2,8 +2,8 @@
 //!
 //! async-std's executor and blocking pool are process-wide, start on first use and never shut
 //! down: there is no "outside a runtime" and no "after shutdown". These tests pin that spawning
-//! works from a plain thread (the documented behaviour of `try_spawn_native` here) rather than
-//! expect a `SpawnError` that cannot happen.
+//! through `AsyncStdSpawner` works from a plain thread rather than expect a `SpawnError` that
+//! cannot happen.
 
 mod common;
 
@@ -11,8 +11,8 @@ use common::AsyncStd;
 use tethered_test_support::scenarios::errors;
 
 #[test]
-fn try_spawn_native_works_on_a_thread_outside_any_async_std_task() {
-    errors::try_spawn_native_works_on_a_plain_thread::<AsyncStd>();
+fn spawning_works_on_a_thread_outside_any_async_std_task() {
+    errors::spawning_works_on_a_plain_thread::<AsyncStd>();
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tethered::{CancelReason, NativeError};
+//! use tethered::CancelReason;
 //!
 //! let result = smol::block_on(async {
 //!     let job = tethered_smol::spawn_native(|token| {
@@ -22,14 +22,15 @@
 //!     tethered_smol::timeout(Duration::from_millis(20), job).await
 //! });
 //! // The caller gets the timeout at once; the closure saw `Timeout` and has returned or will.
-//! assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
+//! assert_eq!(result.unwrap_err().cancel_reason(), Some(&CancelReason::Timeout));
 //! ```
 //!
 //! # What is here
 //!
-//! - [`spawn_native`] / [`try_spawn_native`]: run `FnOnce(CancelToken) -> T` on the pool.
-//! - [`SmolSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for
-//!   [`AbortableNative::spawn_on`](tethered::AbortableNative::spawn_on) and friends.
+//! - [`spawn_native`]: run `FnOnce(CancelToken) -> T` on the pool.
+//! - [`SmolSpawner`]: the [`Spawner`](tethered::Spawner) behind it, for
+//!   [`Builder::spawn_on`](tethered::Builder::spawn_on) (a named job, a request's token) and
+//!   [`NativeScope::with_spawner`](tethered::NativeScope::with_spawner).
 //! - [`timeout`]: cancel with [`CancelReason::Timeout`](tethered::CancelReason::Timeout) when
 //!   async-io's timer fires first.
 //!
@@ -38,10 +39,10 @@
 //! # No runtime to be outside of
 //!
 //! The `blocking` pool is process-wide and needs no runtime context: these functions work on
-//! any thread, in an executor or not, and keep working after every smol `Executor` is dropped.
-//! So [`try_spawn_native`] has no error case on smol; it exists so code moves between the
-//! tethered adapters unchanged. Size the pool with the `BLOCKING_MAX_THREADS` environment
-//! variable (default 500), read once when the pool starts.
+//! any thread, in an executor or not, and keep working after every smol `Executor` is dropped:
+//! where `tethered_tokio::spawn_native` panics outside a runtime, this one never does. Size the
+//! pool with the `BLOCKING_MAX_THREADS` environment variable (default 500), read once when the
+//! pool starts.
 //!
 //! [tethered]: https://docs.rs/tethered
 
@@ -51,7 +52,7 @@ mod spawn;
 mod spawner;
 mod timeout;
 
-pub use spawn::{spawn_native, try_spawn_native};
+pub use spawn::spawn_native;
 pub use spawner::SmolSpawner;
 pub use timeout::{Timeout, timeout};
 

@@ -15,7 +15,7 @@ use tethered::{Runnable, SpawnError, Spawner};
 /// use tethered::AbortableNative;
 /// use tethered_smol::SmolSpawner;
 ///
-/// let job = AbortableNative::spawn_on(&SmolSpawner::new(), |_token| {
+/// let job = AbortableNative::builder().spawn_on(&SmolSpawner::new(), |_token| {
 ///     std::thread::current().name().map(str::to_owned)
 /// })?;
 /// let thread = smol::block_on(job)?;

@@ -1,8 +1,8 @@
 //! Scenario 7: spawning where other runtimes fail, and a panicking job.
 //!
 //! The `blocking` pool is process-wide: there is no "outside a runtime" and no "after
-//! shutdown" for it, so these tests pin that spawning works in both places (the documented
-//! behaviour of `try_spawn_native` on smol) rather than expect a `SpawnError` that cannot happen.
+//! shutdown" for it, so these tests pin that spawning through `SmolSpawner` works in both places
+//! rather than expect a `SpawnError` that cannot happen.
 
 mod common;
 
@@ -10,23 +10,27 @@ use std::sync::Arc;
 
 use common::Smol;
 use smol::Executor;
+use tethered::AbortableNative;
+use tethered_smol::SmolSpawner;
 use tethered_test_support::scenarios::errors;
 use tethered_test_support::{PATIENCE, bounded};
 
 #[test]
-fn try_spawn_native_works_on_a_thread_without_any_executor() {
-    errors::try_spawn_native_works_on_a_plain_thread::<Smol>();
+fn spawning_works_on_a_thread_without_any_executor() {
+    errors::spawning_works_on_a_plain_thread::<Smol>();
 }
 
 #[test]
-fn try_spawn_native_works_after_the_executor_that_used_it_was_dropped() {
+fn spawning_works_after_the_executor_that_used_it_was_dropped() {
     bounded("spawning after an executor was dropped", PATIENCE, || {
         let executor = Arc::new(Executor::new());
         let first = executor.spawn(async { tethered_smol::spawn_native(|_token| 1).await });
         assert_eq!(smol::block_on(executor.run(first)).unwrap(), 1);
         drop(executor);
 
-        let job = tethered_smol::try_spawn_native(|_token| 2).expect("the pool does not shut down");
+        let job = AbortableNative::builder()
+            .spawn_on(&SmolSpawner::new(), |_token| 2)
+            .expect("the pool does not shut down");
         assert_eq!(smol::block_on(job).unwrap(), 2);
     });
 }

@@ -11,33 +11,48 @@
 //! use std::time::Duration;
 //! use tethered::{CancelReason, NativeError};
 //!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() {
-//! let job = tethered_tokio::spawn_native(|token| {
-//!     let mut primes_checked = 0u64;
-//!     while !token.is_cancelled() {
-//!         primes_checked += 1; // one slice of a long, blocking computation
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // On tokio's blocking pool, as `spawn_blocking` would run it, with a token.
+//!     let job = tethered_tokio::spawn_native(|token| {
+//!         let mut steps = 0u64;
+//!         while !token.is_cancelled() { // one atomic load
+//!             steps += 1; // a step of an interpreter, a solver, a render...
+//!         }
+//!         steps // what it got done before it was stopped
+//!     });
+//!     // A deadline the closure hears; awaiting waits until it has really stopped.
+//!     job.cancel_after(Duration::from_millis(50))?;
+//!     match job.await {
+//!         Ok(steps) => println!("finished after {steps} steps"),
+//!         Err(NativeError::Cancelled { reason, returned }) => {
+//!             assert_eq!(reason, CancelReason::Timeout);
+//!             println!("stopped ({reason}) after {returned:?} steps");
+//!         }
+//!         Err(other) => return Err(other.into()),
 //!     }
-//!     primes_checked
-//! });
-//! let token = job.token();
 //!
-//! let result = tethered_tokio::timeout(Duration::from_millis(10), job).await;
-//! assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
-//! assert_eq!(token.reason(), Some(CancelReason::Timeout)); // the closure heard it
-//! # }
+//!     // Dropping an unfinished job (a lost `select!`, a client that hung up) stops it too.
+//!     let job = tethered_tokio::spawn_native(|token| token.wait());
+//!     let token = job.token();
+//!     drop(job);
+//!     assert_eq!(token.cancelled().await, CancelReason::Dropped);
+//!     Ok(())
+//! }
 //! ```
 //!
 //! # The pieces
 //!
-//! - [`spawn_native`] / [`try_spawn_native`]: a tethered `spawn_blocking` on the current
-//!   runtime. The `try_` form returns a [`SpawnError`](tethered::SpawnError) outside a runtime
-//!   and once the runtime is shutting down, where tokio would drop the closure silently.
+//! - [`spawn_native`]: a tethered `spawn_blocking` on the current runtime. Once the runtime
+//!   shuts down its handle resolves to a stop with `Shutdown`, where tokio would drop the
+//!   closure silently.
 //! - [`timeout`]: a deadline on tokio's timer that cancels the job with
 //!   [`CancelReason::Timeout`](tethered::CancelReason::Timeout).
-//! - [`TokioSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for a runtime named by
-//!   its [`Handle`](tokio::runtime::Handle) and for the core's
-//!   [`Builder::spawn_on`](tethered::Builder::spawn_on).
+//! - [`TokioSpawner`]: the [`Spawner`](tethered::Spawner) behind it, for a runtime named by
+//!   its [`Handle`](tokio::runtime::Handle), for the core's
+//!   [`Builder::spawn_on`](tethered::Builder::spawn_on) (a named job, a request's token, a
+//!   refused spawn as a [`SpawnError`](tethered::SpawnError)) and for
+//!   [`NativeScope::with_spawner`](tethered::NativeScope::with_spawner).
 //! - With the `tokio-util` feature, [`link`] and [`cancel_source_from`] tie tethered sources to
 //!   `tokio_util::sync::CancellationToken`s both ways.
 //!
@@ -56,7 +71,7 @@ mod timeout;
 
 #[cfg(feature = "tokio-util")]
 pub use cancellation_link::{CancellationLink, cancel_source_from, link};
-pub use spawn::{spawn_native, try_spawn_native};
+pub use spawn::spawn_native;
 pub use spawner::TokioSpawner;
 pub use timeout::{Timeout, timeout};
 

@@ -1,11 +1,12 @@
-//! [`spawn_native`] and [`try_spawn_native`]: tethered jobs on the current runtime.
+//! [`spawn_native`]: tethered jobs on the current runtime's blocking pool.
 
-use tethered::{AbortableNative, CancelToken, SpawnError};
+use tethered::{AbortableNative, CancelToken};
 
 use crate::spawner::TokioSpawner;
 
 /// Runs `f` on the current tokio runtime's blocking pool, tethered to the returned handle:
-/// `spawn_blocking` that stops when its caller stops waiting.
+/// `spawn_blocking` that stops when its caller stops waiting. The way an async service runs
+/// blocking work.
 ///
 /// Await the [`AbortableNative`] for the closure's result. Dropping it first (a timeout, a lost
 /// `select!`, an aborted task, the runtime shutting down) cancels `f`'s [`CancelToken`] with
@@ -13,15 +14,17 @@ use crate::spawner::TokioSpawner;
 /// closure started never runs it, which frees its pool slot at once.
 ///
 /// Once the runtime is shutting down, the closure never runs and the handle resolves to
-/// `Err(NativeError::Cancelled(CancelReason::Shutdown))`, as `spawn_blocking`'s handle resolves
-/// to a cancelled `JoinError` then: no panic, so clean-up scheduled from a `Drop` during
-/// shutdown cannot abort the process. [`try_spawn_native`] reports it as a [`SpawnError`].
+/// `Err(NativeError::Cancelled { reason: CancelReason::Shutdown, returned: None })`, as
+/// `spawn_blocking`'s handle resolves to a cancelled `JoinError` then: no panic, so clean-up
+/// scheduled from a `Drop` during shutdown cannot abort the process. To name the job, tie it
+/// to a request's token, or get a refusal as a [`SpawnError`](tethered::SpawnError), use
+/// [`Builder::spawn_on`](tethered::Builder::spawn_on) with a
+/// [`TokioSpawner`](crate::TokioSpawner).
 ///
 /// # Panics
 ///
-/// Like [`tokio::spawn`], outside a tokio runtime; use [`try_spawn_native`] to get a
-/// [`SpawnError`] instead. Like `spawn_blocking`, it also panics if the OS refuses to start a
-/// thread for the pool.
+/// Like [`tokio::spawn`], outside a tokio runtime (`TokioSpawner::try_current` returns that
+/// as an error). Like `spawn_blocking`, also if the OS refuses to start a thread for the pool.
 ///
 /// ```
 /// use std::time::Duration;
@@ -53,36 +56,8 @@ where
     let spawner = match TokioSpawner::try_current() {
         Ok(spawner) => spawner,
         Err(err) => panic!(
-            "`tethered_tokio::spawn_native`: {err}; use `tethered_tokio::try_spawn_native` to get this as an error"
+            "`tethered_tokio::spawn_native`: {err}; `TokioSpawner::try_current` returns this as an error"
         ),
     };
-    AbortableNative::spawn_on_or_cancelled(&spawner, f)
-}
-
-/// Like [`spawn_native`], but returns an error instead of panicking: [`SpawnError::NoRuntime`]
-/// outside a tokio runtime, [`SpawnError::Shutdown`] once the runtime is shutting down.
-///
-/// ```
-/// use tethered::SpawnError;
-///
-/// // No runtime on this thread:
-/// let err = tethered_tokio::try_spawn_native(|_token| ()).unwrap_err();
-/// assert!(matches!(err, SpawnError::NoRuntime { runtime: "tokio", .. }));
-///
-/// // A runtime that has shut down takes no new jobs:
-/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-/// let handle = runtime.handle().clone();
-/// drop(runtime);
-/// let _inside = handle.enter();
-/// let err = tethered_tokio::try_spawn_native(|_token| ()).unwrap_err();
-/// assert!(matches!(err, SpawnError::Shutdown { runtime: "tokio" }));
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub fn try_spawn_native<T, F>(f: F) -> Result<AbortableNative<T>, SpawnError>
-where
-    F: FnOnce(CancelToken) -> T + Send + 'static,
-    T: Send + 'static,
-{
-    let spawner = TokioSpawner::try_current()?;
-    AbortableNative::spawn_on(&spawner, f)
+    AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&spawner, f))
 }

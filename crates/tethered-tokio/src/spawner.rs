@@ -28,7 +28,7 @@ const NO_RUNTIME_HINT: &str = "call it from a tokio task or from a thread inside
 /// let spawner = TokioSpawner::new(runtime.handle().clone());
 ///
 /// // Spawned from a plain thread, run on the runtime's blocking pool.
-/// let job = AbortableNative::spawn_on(&spawner, |_token| 6 * 7)?;
+/// let job = AbortableNative::builder().spawn_on(&spawner, |_token| 6 * 7)?;
 /// assert_eq!(runtime.block_on(job)?, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -48,7 +48,8 @@ impl TokioSpawner {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let job = tethered::AbortableNative::spawn_on(&tethered_tokio::TokioSpawner::current(), |_| 1);
+    /// let spawner = tethered_tokio::TokioSpawner::current();
+    /// let job = tethered::AbortableNative::builder().spawn_on(&spawner, |_| 1);
     /// assert_eq!(job.unwrap().await.unwrap(), 1);
     /// # }
     /// ```

@@ -8,14 +8,18 @@ use tokio::time::Sleep;
 /// The future returned by [`timeout`]: the job `J` raced against a tokio [`Sleep`].
 pub type Timeout<J> = CancelWhen<J, Sleep>;
 
-/// Awaits `job` (an [`AbortableNative`](tethered::AbortableNative) or any other
-/// [`Tethered`] handle) for at most `duration`.
+/// Awaits `job` (an [`AbortableNative`](tethered::AbortableNative), any other [`Tethered`]
+/// handle, or `&mut` one) for at most `duration`.
 ///
 /// If the job finishes first, its result. If `duration` passes first, the job's token is
 /// cancelled with [`CancelReason::Timeout`] (not `Dropped`, so native code can tell a deadline
-/// from a caller that went away) and the future resolves at once to
-/// `Err(NativeError::Cancelled(CancelReason::Timeout))`, without waiting for the closure, which
-/// returns in its own time.
+/// from a caller that went away) and the future resolves at once, without waiting for the
+/// closure: to `Err(NativeError::Abandoned { reason: Timeout, grace: Duration::ZERO })` while
+/// the closure still runs (it returns in its own time, counted in `tethered::stats()`), or to
+/// the job's own `Err(NativeError::Cancelled { reason: Timeout, returned })` if the cancel
+/// finished it at once (`returned` is `None` if it had not started, `Some` if its closure saw
+/// the cancel and returned right away). To get what the closure returned, pass `&mut job` and await `job` after an
+/// `Abandoned`, or use [`Tethered::cancel_after`], which times out and waits in one step.
 ///
 /// # Panics
 ///
@@ -28,14 +32,21 @@ pub type Timeout<J> = CancelWhen<J, Sleep>;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let job = tethered_tokio::spawn_native(|token| {
-///     // A blocking wait that a cancel interrupts; returns the reason.
-///     token.wait()
+/// let mut job = tethered_tokio::spawn_native(|token| {
+///     let mut steps = 0u64;
+///     while !token.is_cancelled() {
+///         steps += 1; // a step of blocking work
+///     }
+///     steps
 /// });
-/// let token = job.token();
-/// let result = tethered_tokio::timeout(Duration::from_millis(20), job).await;
-/// assert!(matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))));
-/// assert_eq!(token.reason(), Some(CancelReason::Timeout));
+/// // Answer at the deadline, and keep the handle...
+/// let result = match tethered_tokio::timeout(Duration::from_millis(20), &mut job).await {
+///     // ...to wait for what the closure returned once it heard the cancel.
+///     Err(NativeError::Abandoned { .. }) => job.await,
+///     answered => answered,
+/// };
+/// let err = result.unwrap_err();
+/// assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
 /// # }
 /// ```
 #[track_caller]

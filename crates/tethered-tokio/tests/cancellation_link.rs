@@ -154,7 +154,10 @@ fn a_cancellation_token_stops_a_native_job_on_tokio() {
                 job.await
             }
         });
-        assert_eq!(result.unwrap(), Some(CancelReason::Requested));
+        // Cancelled while it ran: the stop, with what the closure returned after it.
+        let err = result.expect_err("the job was cancelled while its closure ran");
+        assert_eq!(err.cancel_reason(), Some(&CancelReason::Requested));
+        assert_eq!(err.into_returned(), Some(Some(CancelReason::Requested)));
         report(
             RUNTIME,
             "CancellationToken -> native job",

@@ -67,10 +67,14 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 #[test]
-fn try_spawn_native_outside_a_runtime_is_a_no_runtime_error() {
+fn spawning_on_the_current_runtime_outside_a_runtime_is_a_no_runtime_error() {
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
-    let err = tethered_tokio::try_spawn_native(move |_token| flag.store(true, Ordering::SeqCst))
+    let err = TokioSpawner::try_current()
+        .and_then(|spawner| {
+            AbortableNative::builder()
+                .spawn_on(&spawner, move |_token| flag.store(true, Ordering::SeqCst))
+        })
         .expect_err("there is no runtime here");
     assert!(
         matches!(
@@ -91,11 +95,11 @@ fn try_spawn_native_outside_a_runtime_is_a_no_runtime_error() {
 }
 
 #[test]
-fn spawn_native_outside_a_runtime_panics_naming_try_spawn_native() {
+fn spawn_native_outside_a_runtime_panics_naming_try_current() {
     let payload = catch_unwind(|| tethered_tokio::spawn_native(|_token| ()))
         .expect_err("spawn_native must panic outside a runtime");
     let message = panic_message(&*payload);
-    assert!(message.contains("try_spawn_native"), "{message}");
+    assert!(message.contains("TokioSpawner::try_current"), "{message}");
     assert!(message.contains("no tokio runtime"), "{message}");
 }
 
@@ -108,12 +112,13 @@ fn naive_spawn_blocking_outside_a_runtime_can_only_panic() {
 }
 
 #[test]
-fn try_spawn_native_after_the_runtime_dropped_is_a_shutdown_error_and_never_runs_the_closure() {
+fn spawning_on_a_runtime_that_shut_down_is_a_shutdown_error_and_never_runs_the_closure() {
     let handle = shut_down_handle();
     let _inside = handle.enter();
     let fate = Fate::default();
     let closure = fate.closure();
-    let err = tethered_tokio::try_spawn_native(move |_token| closure())
+    let err = TokioSpawner::try_current()
+        .and_then(|spawner| AbortableNative::builder().spawn_on(&spawner, move |_token| closure()))
         .expect_err("a runtime that shut down takes no jobs");
     assert!(
         matches!(err, SpawnError::Shutdown { runtime: "tokio" }),
@@ -129,7 +134,9 @@ fn tokio_spawner_after_shutdown_background_is_a_shutdown_error() {
     let runtime = runtime();
     let spawner = TokioSpawner::new(runtime.handle().clone());
     runtime.shutdown_background();
-    let err = AbortableNative::spawn_on(&spawner, |_token| ()).expect_err("shut down");
+    let err = AbortableNative::builder()
+        .spawn_on(&spawner, |_token| ())
+        .expect_err("shut down");
     assert!(
         matches!(err, SpawnError::Shutdown { runtime: "tokio" }),
         "{err:?}"
@@ -151,7 +158,10 @@ fn spawn_native_after_shutdown_returns_a_handle_that_reports_the_shutdown() {
     assert_eq!(job.token().reason(), Some(CancelReason::Shutdown));
     assert!(matches!(
         job.join_blocking(),
-        Err(NativeError::Cancelled(CancelReason::Shutdown))
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Shutdown,
+            returned: None
+        })
     ));
 }
 
@@ -171,14 +181,16 @@ fn naive_spawn_blocking_after_shutdown_returns_a_handle_whose_closure_never_runs
 /// A job spawned from a task's `Drop` while the runtime shuts down is either refused or
 /// finishes during the shutdown: never a handle that waits for a closure that will not run.
 /// Spawned through `TokioSpawner` itself, so the refusal is its own `Shutdown`, not the core's
-/// generic `Rejected` (which `try_spawn_native` would also turn into `Shutdown`).
+/// generic `Rejected` (which `spawn_native` would also turn into a handle stopped with
+/// `Shutdown`).
 #[test]
 fn a_job_spawned_while_the_runtime_shuts_down_is_refused_or_finishes() {
     type Outcome = Arc<Mutex<Option<Result<AbortableNative<()>, SpawnError>>>>;
     struct SpawnOnDrop(Outcome);
     impl Drop for SpawnOnDrop {
         fn drop(&mut self) {
-            let spawned = AbortableNative::spawn_on(&TokioSpawner::current(), |_token| ());
+            let spawned =
+                AbortableNative::builder().spawn_on(&TokioSpawner::current(), |_token| ());
             *self.0.lock().unwrap() = Some(spawned);
         }
     }
@@ -224,7 +236,11 @@ fn a_job_spawned_while_the_runtime_shuts_down_is_refused_or_finishes() {
                 assert!(
                     matches!(
                         result,
-                        Ok(()) | Err(NativeError::Cancelled(CancelReason::Shutdown))
+                        Ok(())
+                            | Err(NativeError::Cancelled {
+                                reason: CancelReason::Shutdown,
+                                returned: None
+                            })
                     ),
                     "{flavor}: {result:?}"
                 );

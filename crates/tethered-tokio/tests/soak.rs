@@ -99,7 +99,7 @@ struct Outcomes {
 }
 
 impl Outcomes {
-    fn record(&self, result: Option<Result<(), NativeError>>) {
+    fn record(&self, result: Option<Result<(), NativeError<()>>>) {
         let counter = match result {
             Some(Ok(())) => &self.completed,
             Some(Err(NativeError::Panicked(_))) => &self.panicked,

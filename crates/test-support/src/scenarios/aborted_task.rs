@@ -13,7 +13,7 @@ use crate::{Naive, PATIENCE, Probe, Runtime, bounded, report};
 /// timing line.
 pub fn tethered_job<R: Runtime>(
     scenario: &'static str,
-    abort: impl FnOnce(R::Task<Result<(), NativeError>>) + Send + 'static,
+    abort: impl FnOnce(R::Task<Result<(), NativeError<()>>>) + Send + 'static,
 ) {
     bounded("the aborted-task scenario", PATIENCE, move || {
         let probe = Probe::new();

@@ -2,22 +2,27 @@
 //!
 //! The `blocking` pool that smol and async-std run blocking work on is process-wide, needs no
 //! runtime context and never shuts down: there is no "outside a runtime" and no "after
-//! shutdown" for it. So these drivers pin that spawning works where tokio's fails (the
-//! documented behaviour of `try_spawn_native` there) rather than expect a `SpawnError` that
-//! cannot happen.
+//! shutdown" for it. So these drivers pin that spawning through the adapter's spawner works
+//! where tokio's fails (`TokioSpawner::try_current` outside a runtime) rather than expect a
+//! `SpawnError` that cannot happen.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
-use tethered::NativeError;
+use tethered::{AbortableNative, NativeError};
 
 use crate::{PATIENCE, Runtime, bounded};
 
-/// `try_spawn_native` from a plain thread, outside any task or executor, runs the job on a
+/// The adapter's spawner, from a plain thread outside any task or executor, runs the job on a
 /// `blocking` pool thread.
-pub fn try_spawn_native_works_on_a_plain_thread<R: Runtime>() {
+pub fn spawning_works_on_a_plain_thread<R: Runtime>() {
     bounded("spawning from a plain thread", PATIENCE, || {
-        let job = R::try_spawn_native(|_token| thread::current().name().map(String::from))
+        let job = R::spawner()
+            .and_then(|spawner| {
+                AbortableNative::builder().spawn_on(&spawner, |_token| {
+                    thread::current().name().map(String::from)
+                })
+            })
             .unwrap_or_else(|err| panic!("{} needs no runtime context: {err}", R::NAME));
         let pool_thread = job.join_blocking().expect("the job ran");
         assert!(pool_thread.is_some_and(|name| name.starts_with("blocking-")));

@@ -153,7 +153,8 @@ async fn run_job<R: Runtime>(plan: Plan, record: Arc<Record>, spawned: CancelGua
     let seen = match result {
         Ok(()) => Ok(()),
         Err(NativeError::Panicked(panic)) => Err(panic.message().unwrap_or_default().to_owned()),
-        Err(_cancelled) => return, // a timeout, or a cancel before the closure started
+        // Stopped: a timeout, or a cancel before the closure started or while it ran.
+        Err(_stopped) => return,
     };
     let _ = record.awaited.set(seen);
 }

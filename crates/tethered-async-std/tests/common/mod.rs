@@ -25,18 +25,17 @@ impl Runtime for AsyncStd {
         tethered_async_std::spawn_native(job)
     }
 
-    fn try_spawn_native<T, F>(job: F) -> Result<AbortableNative<T>, SpawnError>
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        tethered_async_std::try_spawn_native(job)
+    type Spawner = tethered_async_std::AsyncStdSpawner;
+
+    /// Never an error: the `blocking` pool needs no runtime context.
+    fn spawner() -> Result<tethered_async_std::AsyncStdSpawner, SpawnError> {
+        Ok(tethered_async_std::AsyncStdSpawner::new())
     }
 
     fn timeout<T: Send + 'static>(
         after: Duration,
         job: AbortableNative<T>,
-    ) -> impl Future<Output = Result<T, NativeError>> + Send {
+    ) -> impl Future<Output = Result<T, NativeError<T>>> + Send {
         tethered_async_std::timeout(after, job)
     }
 

@@ -24,18 +24,17 @@ impl Runtime for Smol {
         tethered_smol::spawn_native(job)
     }
 
-    fn try_spawn_native<T, F>(job: F) -> Result<AbortableNative<T>, SpawnError>
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        tethered_smol::try_spawn_native(job)
+    type Spawner = tethered_smol::SmolSpawner;
+
+    /// Never an error: the `blocking` pool needs no runtime context.
+    fn spawner() -> Result<tethered_smol::SmolSpawner, SpawnError> {
+        Ok(tethered_smol::SmolSpawner::new())
     }
 
     fn timeout<T: Send + 'static>(
         after: Duration,
         job: AbortableNative<T>,
-    ) -> impl Future<Output = Result<T, NativeError>> + Send {
+    ) -> impl Future<Output = Result<T, NativeError<T>>> + Send {
         tethered_smol::timeout(after, job)
     }
 

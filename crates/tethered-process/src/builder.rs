@@ -37,7 +37,9 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 ///     .grace(Duration::from_millis(500)) // SIGKILL half a second after the polite signal
 ///     .polite_signal(StopSignal::Int)    // Ctrl-C rather than SIGTERM
 ///     .spawn()?;
-/// let output = futures_executor::block_on(job.cancel_and_join())?;
+/// let stopped = futures_executor::block_on(job.cancel_and_join()).unwrap_err();
+/// // Stopped by the cancel: the error carries the reaped child's output.
+/// let output = stopped.into_returned().expect("the reaped child's output");
 /// assert!(output.ended.is_stopped());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -147,7 +149,9 @@ impl Process {
     ///     .job(AbortableNative::builder().name("render").child_of(&request.token()))
     ///     .spawn()?;
     /// request.cancel(CancelReason::Shutdown); // the whole request goes away
-    /// let output = job.join_blocking()?;
+    /// let stopped = job.join_blocking().unwrap_err();
+    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+    /// let output = stopped.into_returned().expect("the reaped child's output");
     /// assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
     /// assert!(output.ended.is_stopped());
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -14,8 +14,8 @@ use crate::output::ProcessOutput;
 
 /// A running child process, tethered to the future that awaits it.
 ///
-/// It is a future resolving to `Result<ProcessOutput, NativeError>` once the child has been
-/// reaped. Dropping it before that cancels its job with [`CancelReason::Dropped`]: the child's
+/// It is a future resolving to `Result<ProcessOutput, NativeError<ProcessOutput>>` once the
+/// child has been reaped. Dropping it before that cancels its job with [`CancelReason::Dropped`]: the child's
 /// group gets the polite signal, SIGKILL after the grace, and the child is reaped, so a
 /// timeout, a lost `select!`, an aborted task or a runtime shutdown leaves no process, no
 /// zombie and no thread behind. Until the child is reaped its waiter counts in
@@ -24,14 +24,18 @@ use crate::output::ProcessOutput;
 /// It implements [`Tethered`], so each runtime adapter's `timeout`, [`Tethered::cancel_when`]
 /// and scopes take it like any other job.
 ///
-/// - `Ok(output)`: the child was reaped; [`ProcessOutput::ended`] says whether it exited by
-///   itself, stopped on the polite signal or was killed.
-/// - `Err(NativeError::Cancelled(_))`: from a wrapper that stopped waiting (a `timeout`), while
-///   the child is still being stopped, counted in `stats()` until it is reaped; or, for a waiter
-///   that never ran, when no thread could be started for its rescue, after the child was killed
-///   and reaped on the spot.
-/// - `Err(NativeError::Abandoned { .. })`: only if the job was built with
-///   [`Builder::abandon_after`](tethered::Builder::abandon_after).
+/// - `Ok(output)`: the child was reaped, and nothing cancelled the job before;
+///   [`ProcessOutput::ended`] says how it exited.
+/// - `Err(NativeError::Cancelled { reason, returned: Some(output) })`: the job was cancelled
+///   (dropped, timed out, a parent token, a scope) and the child was stopped and reaped;
+///   `output` says how it ended and holds what it wrote until then.
+/// - `Err(NativeError::Cancelled { returned: None, .. })`: for a waiter that never ran, when no
+///   thread could be started for its rescue, after the child was killed and reaped on the spot.
+/// - `Err(NativeError::Abandoned { .. })`: from a wrapper that stopped waiting (a `timeout`)
+///   while the child was still being stopped, counted in `stats()` until it is reaped (pass
+///   `&mut job` to the `timeout` and await `job` afterwards for the output); or, for a job
+///   built with [`Builder::abandon_after`](tethered::Builder::abandon_after), once its grace
+///   has passed.
 ///
 /// ```
 /// use std::process::Command;
@@ -115,7 +119,9 @@ impl ProcessJob {
     /// let job = Process::new(command).spawn()?;
     /// let abort = job.abort_handle();
     /// std::thread::spawn(move || abort.cancel(CancelReason::Requested));
-    /// assert!(job.join_blocking()?.ended.is_stopped());
+    /// let stopped = job.join_blocking().unwrap_err();
+    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Requested));
+    /// assert!(stopped.returned().is_some_and(|output| output.ended.is_stopped()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn abort_handle(&self) -> AbortHandle {
@@ -123,7 +129,9 @@ impl ProcessJob {
     }
 
     /// Cancels with [`CancelReason::Requested`], and returns a future that resolves once the
-    /// child has been reaped.
+    /// child has been reaped: to `Err(NativeError::Cancelled { reason, returned: Some(output) })`
+    /// with the reaped child's output, or to `Ok(output)` if the child had exited and been
+    /// reaped before the cancel.
     ///
     /// ```
     /// use std::io::BufRead;
@@ -140,7 +148,8 @@ impl ProcessJob {
     ///     .spawn()?;
     /// let mut ready = String::new();
     /// std::io::BufReader::new(job.take_stdout().unwrap()).read_line(&mut ready)?;
-    /// let output = futures_executor::block_on(job.cancel_and_join())?;
+    /// let stopped = futures_executor::block_on(job.cancel_and_join()).unwrap_err();
+    /// let output = stopped.into_returned().expect("the reaped child's output");
     /// assert!(output.ended.is_killed()); // SIGTERM ignored, SIGKILL after the grace
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -160,7 +169,11 @@ impl ProcessJob {
     /// # Panics
     ///
     /// If the job already resolved (it was awaited to completion).
-    pub fn join_blocking(mut self) -> Result<ProcessOutput, NativeError> {
+    #[allow(
+        clippy::result_large_err,
+        reason = "the handle's `Future::Output`; the error carries the same output when stopped"
+    )]
+    pub fn join_blocking(mut self) -> Result<ProcessOutput, NativeError<ProcessOutput>> {
         if let Some(rescue) = self.rescue.take() {
             return self.rescued(rescue.join_blocking());
         }
@@ -169,9 +182,16 @@ impl ProcessJob {
             .take()
             .expect("`ProcessJob` joined after it completed");
         match waiter.join_blocking() {
-            Err(NativeError::Cancelled(reason)) => match self.handoff.release() {
+            // The waiter was dropped unrun; its rescue stops the child (see `handoff.rs`).
+            Err(NativeError::Cancelled {
+                reason,
+                returned: None,
+            }) => match self.handoff.release() {
                 Some(rescue) => self.rescued(rescue.join_blocking()),
-                None => Err(NativeError::Cancelled(reason)),
+                None => Err(NativeError::Cancelled {
+                    reason,
+                    returned: None,
+                }),
             },
             other => other,
         }
@@ -196,20 +216,66 @@ impl ProcessJob {
         self.stderr.take()
     }
 
-    /// A rescue's output says why the job was cancelled, which only the job's token knows.
+    /// A rescue's output reads as the stop it is: the rescue ran because the waiter was
+    /// dropped unrun, so the job's token was cancelled, and only that token knows why.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the handle's `Future::Output`; the error carries the same output when stopped"
+    )]
     fn rescued(
         &self,
-        result: Result<ProcessOutput, NativeError>,
-    ) -> Result<ProcessOutput, NativeError> {
-        result.map(|mut output| {
+        result: Result<ProcessOutput, NativeError<ProcessOutput>>,
+    ) -> Result<ProcessOutput, NativeError<ProcessOutput>> {
+        let with_reason = |mut output: ProcessOutput| {
             output.cancel_reason = output.cancel_reason.or_else(|| self.token.reason());
             output
-        })
+        };
+        match (result, self.token.reason()) {
+            (Ok(output), Some(reason)) => Err(NativeError::Cancelled {
+                reason,
+                returned: Some(with_reason(output)),
+            }),
+            (result, _) => result
+                .map_err(|err| err.map_returned(with_reason))
+                .map(with_reason),
+        }
+    }
+
+    /// Cancels the job with [`CancelReason::Timeout`] once `delay` has passed, unless the
+    /// child was reaped first: the child is then stopped as for any cancel, and awaiting the
+    /// job waits until it is reaped (`Err(NativeError::Cancelled { reason: Timeout, returned:
+    /// Some(output) })`, with what it wrote until then).
+    ///
+    /// # Errors
+    ///
+    /// Only if the crate's timer thread is not running yet and the OS refuses to start it.
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use std::time::Duration;
+    /// use tethered::CancelReason;
+    /// use tethered_process::Process;
+    ///
+    /// let mut command = Command::new("sleep");
+    /// command.arg("30");
+    /// let job = Process::new(command).spawn()?;
+    /// job.cancel_after(Duration::from_millis(50))?;
+    /// let stopped = job.join_blocking().unwrap_err();
+    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+    /// assert!(stopped.returned().is_some()); // the reaped child's output
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
+        match &self.waiter {
+            Some(waiter) => waiter.cancel_after(delay),
+            // Resolved, or rescued after a cancel: nothing left to time out.
+            None => Ok(()),
+        }
     }
 }
 
 impl Future for ProcessJob {
-    type Output = Result<ProcessOutput, NativeError>;
+    type Output = Result<ProcessOutput, NativeError<ProcessOutput>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -227,9 +293,17 @@ impl Future for ProcessJob {
             this.waiter = None;
             match result {
                 // The waiter was dropped unrun; its rescue stops the child (see `handoff.rs`).
-                Err(NativeError::Cancelled(reason)) => match this.handoff.release() {
+                Err(NativeError::Cancelled {
+                    reason,
+                    returned: None,
+                }) => match this.handoff.release() {
                     Some(rescue) => this.rescue = Some(rescue),
-                    None => return Poll::Ready(Err(NativeError::Cancelled(reason))),
+                    None => {
+                        return Poll::Ready(Err(NativeError::Cancelled {
+                            reason,
+                            returned: None,
+                        }));
+                    }
                 },
                 other => return Poll::Ready(other),
             }
@@ -246,6 +320,10 @@ impl Tethered for ProcessJob {
 
     fn token(&self) -> CancelToken {
         ProcessJob::token(self)
+    }
+
+    fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
+        ProcessJob::cancel_after(self, delay)
     }
 }
 
@@ -282,7 +360,7 @@ pub struct CancelAndJoin {
 }
 
 impl Future for CancelAndJoin {
-    type Output = Result<ProcessOutput, NativeError>;
+    type Output = Result<ProcessOutput, NativeError<ProcessOutput>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Pin::new(&mut self.job).poll(cx)

@@ -20,7 +20,8 @@
 //! ```
 //!
 //! [`Process`] builds the child from a [`std::process::Command`]; [`ProcessJob`] is the handle,
-//! a future resolving to a [`ProcessOutput`] once the child is reaped, and a
+//! a future resolving once the child is reaped to its [`ProcessOutput`] (carried by
+//! `NativeError::Cancelled { returned: Some(output), .. }` when a cancel stopped it), and a
 //! [`tethered::Tethered`] job that every adapter's `timeout`, `cancel_when` and scopes accept.
 //! The crate is runtime-agnostic: the waiter is a tethered native job on a thread of its own, or
 //! on any [`tethered::Spawner`].

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Proc, SLACK, busy, median_and_worst, sh_ready, wait_ready};
+use common::{Proc, SLACK, busy, median_and_worst, sh_ready, stopped, wait_ready};
 use tethered::CancelReason;
 use tethered_process::{Ended, Process, ProcessJob};
 
@@ -22,7 +22,7 @@ fn cancel_to_reaped(job: ProcessJob) -> (Duration, Ended) {
     let child = Proc::of(job.pid());
     let cancelled = Instant::now();
     assert!(job.cancel(CancelReason::Requested));
-    let output = job.join_blocking().expect("an output");
+    let output = stopped(CancelReason::Requested, job.join_blocking());
     let took = cancelled.elapsed();
     assert!(!child.exists(), "reaped means gone from /proc");
     (took, output.ended)

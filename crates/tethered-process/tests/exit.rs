@@ -70,8 +70,9 @@ fn a_parent_token_cancelled_before_the_spawn_stops_the_child_at_once() {
         .spawn()
         .expect("sh starts");
     let child = Proc::of(job.pid());
-    // The waiter never ran; a rescue stopped and reaped the child.
-    let output = job.join_blocking().expect("the rescue's output");
+    // The waiter never ran; a rescue stopped and reaped the child, and the job reads as the
+    // stop it is, with the rescue's output.
+    let output = common::stopped(CancelReason::Shutdown, job.join_blocking());
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
     assert!(!child.exists());

@@ -7,7 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Proc, SLACK, live_group_members, sh, sh_ready, wait_ready, wait_until};
+use common::{Proc, SLACK, live_group_members, sh, sh_ready, stopped, wait_ready, wait_until};
+use tethered::CancelReason;
 use tethered_process::{Ended, Process};
 
 /// Two grandchildren that ignore SIGTERM, under a shell that does not.
@@ -32,7 +33,10 @@ fn no_grandchild_survives_the_cancel() {
         .filter(|&pid| pid != pgid)
         .map(Proc::of)
         .collect();
-    let output = futures_executor::block_on(job.cancel_and_join()).expect("an output");
+    let output = stopped(
+        CancelReason::Requested,
+        futures_executor::block_on(job.cancel_and_join()),
+    );
     // The shell went on SIGTERM; the sleeps ignore it and died of the SIGKILL to what was
     // left of the group, before the shell was reaped.
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
@@ -76,7 +80,10 @@ fn without_a_group_of_its_own_the_child_stays_in_ours_and_alone_is_signalled() {
     let ours = common::stat(std::process::id()).expect("our own stat").pgid;
     let child = common::stat(job.pid()).expect("the child's stat");
     assert_eq!(child.pgid, ours);
-    let output = futures_executor::block_on(job.cancel_and_join()).expect("an output");
+    let output = stopped(
+        CancelReason::Requested,
+        futures_executor::block_on(job.cancel_and_join()),
+    );
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     // This test process (in that same group) got no signal: it is still here to assert.
 }
@@ -98,6 +105,9 @@ fn a_leader_that_moves_to_another_group_is_still_stopped() {
         return;
     };
     wait_ready(&mut job);
-    let output = futures_executor::block_on(job.cancel_and_join()).expect("an output");
+    let output = stopped(
+        CancelReason::Requested,
+        futures_executor::block_on(job.cancel_and_join()),
+    );
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
 }

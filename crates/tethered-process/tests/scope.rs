@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Proc, SLACK, busy, wait_until};
+use common::{Proc, SLACK, busy, stopped, wait_until};
 use tethered::{CancelReason, NativeScope};
 use tethered_process::{Ended, Process};
 
@@ -18,13 +18,20 @@ fn a_waiter_cancelled_while_queued_is_rescued_and_the_handle_waits_for_the_reap(
     // The scope's only slot is taken: this waiter waits in the scope's queue.
     let queued = Process::new(busy()).spawn_in(&scope).expect("sh starts");
     let child = Proc::of(queued.pid());
-    let output = futures_executor::block_on(queued.cancel_and_join()).expect("the rescue's output");
+    // The job reads as the stop it is, with the rescue's output.
+    let output = stopped(
+        CancelReason::Requested,
+        futures_executor::block_on(queued.cancel_and_join()),
+    );
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     assert_eq!(output.cancel_reason, Some(CancelReason::Requested));
     assert!(!child.exists());
     // Stopped and reaped before the test ends: a test binary that exits with a child still
     // being stopped would orphan it.
-    futures_executor::block_on(first.cancel_and_join()).expect("an output");
+    stopped(
+        CancelReason::Requested,
+        futures_executor::block_on(first.cancel_and_join()),
+    );
 }
 
 #[test]
@@ -41,7 +48,10 @@ fn a_queued_waiter_whose_handle_is_dropped_is_rescued_all_the_same() {
     );
     // Stopped and reaped before the test ends: a test binary that exits with a child still
     // being stopped would orphan it.
-    futures_executor::block_on(first.cancel_and_join()).expect("an output");
+    stopped(
+        CancelReason::Requested,
+        futures_executor::block_on(first.cancel_and_join()),
+    );
 }
 
 #[test]
@@ -60,7 +70,7 @@ fn cancelling_the_scope_stops_every_child() {
     let report = scope.shutdown_blocking(SLACK);
     assert!(report.is_clean(), "{report:?}");
     for job in jobs {
-        let output = job.join_blocking().expect("an output");
+        let output = stopped(CancelReason::Shutdown, job.join_blocking());
         assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
         assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
     }

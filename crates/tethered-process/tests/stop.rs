@@ -7,15 +7,15 @@ mod common;
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
-use common::{Proc, SLACK, busy, ignores_term, sh_ready, wait_ready, wait_until};
+use common::{Proc, SLACK, busy, ignores_term, sh_ready, stopped, wait_ready, wait_until};
 use tethered::CancelReason;
-use tethered_process::{Ended, Process, StopSignal};
+use tethered_process::{Ended, Process, ProcessOutput, StopSignal};
 
 #[test]
 fn a_child_that_stops_on_sigterm_ends_as_stopped_and_is_reaped() {
     let job = Process::new(busy()).spawn().expect("sh starts");
     let child = Proc::of(job.pid());
-    let output = job.cancel_and_join().now_or_never_blocking();
+    let output = job.cancel_and_join().stopped_blocking();
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     assert_eq!(output.status().and_then(|status| status.signal()), Some(15));
     assert_eq!(output.cancel_reason, Some(CancelReason::Requested));
@@ -39,7 +39,7 @@ fn a_child_that_ignores_sigterm_is_killed_after_the_grace_not_before() {
     std::thread::sleep(grace / 2);
     // SIGTERM is ignored and SIGKILL is due only at the end of the grace.
     assert!(child.is_running(), "killed before the grace ended");
-    let output = job.join_blocking().expect("the waiter returns");
+    let output = stopped(CancelReason::Timeout, job.join_blocking());
     let took = cancelled.elapsed();
     assert!(matches!(output.ended, Ended::Killed(_)), "{output:?}");
     assert_eq!(output.status().and_then(|status| status.signal()), Some(9));
@@ -60,7 +60,7 @@ fn a_zero_grace_kills_at_once() {
         .grace(Duration::ZERO)
         .spawn()
         .expect("sh starts");
-    let output = job.cancel_and_join().now_or_never_blocking();
+    let output = job.cancel_and_join().stopped_blocking();
     assert!(matches!(output.ended, Ended::Killed(_)), "{output:?}");
     assert_eq!(output.status().and_then(|status| status.signal()), Some(9));
 }
@@ -77,7 +77,7 @@ fn a_grace_of_duration_max_never_escalates() {
     .spawn()
     .expect("sh starts");
     wait_ready(&mut job);
-    let output = job.cancel_and_join().now_or_never_blocking();
+    let output = job.cancel_and_join().stopped_blocking();
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     assert_eq!(output.status().and_then(|status| status.code()), Some(0));
 }
@@ -93,7 +93,7 @@ fn the_polite_signal_can_be_sigint() {
     .spawn()
     .expect("sh starts");
     wait_ready(&mut job);
-    let output = job.cancel_and_join().now_or_never_blocking();
+    let output = job.cancel_and_join().stopped_blocking();
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     assert_eq!(output.status().and_then(|status| status.code()), Some(42));
 }
@@ -110,7 +110,7 @@ fn a_stopped_child_gets_sigcont_and_acts_on_the_polite_signal() {
     assert!(stopped.success());
     assert!(wait_until(SLACK, || common::stat(child.pid)
         .is_some_and(|stat| stat.state == 'T')));
-    let output = job.cancel_and_join().now_or_never_blocking();
+    let output = job.cancel_and_join().stopped_blocking();
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
 }
 
@@ -124,16 +124,18 @@ fn dropping_the_job_cancels_with_dropped_and_reaps_the_child() {
     assert!(wait_until(SLACK, || !child.exists()));
 }
 
-/// Blocks on a future that resolves to an `Ok` output.
+/// Blocks on a `cancel_and_join` future, which resolves to the stop with the reaped child's
+/// output.
 trait BlockOn {
-    fn now_or_never_blocking(self) -> tethered_process::ProcessOutput;
+    fn stopped_blocking(self) -> ProcessOutput;
 }
 
 impl<F> BlockOn for F
 where
-    F: std::future::Future<Output = Result<tethered_process::ProcessOutput, tethered::NativeError>>,
+    F: std::future::Future<Output = Result<ProcessOutput, tethered::NativeError<ProcessOutput>>>,
 {
-    fn now_or_never_blocking(self) -> tethered_process::ProcessOutput {
-        futures_executor::block_on(self).expect("the waiter returns an output")
+    #[track_caller]
+    fn stopped_blocking(self) -> ProcessOutput {
+        stopped(CancelReason::Requested, futures_executor::block_on(self))
     }
 }

@@ -1,14 +1,20 @@
 //! A busy child behind each runtime's `timeout`: the timeout cancels the job, and the child is
-//! stopped by SIGTERM and reaped (gone from `/proc`, so no zombie) well within the grace.
+//! stopped by SIGTERM and reaped (gone from `/proc`, so no zombie) well within the grace. And
+//! the two ways to time out and still get the reaped child's output: a timeout on `&mut job`,
+//! then awaiting the job, and `ProcessJob::cancel_after`.
 
 #![cfg(target_os = "linux")]
+#![allow(
+    clippy::result_large_err,
+    reason = "the closures return what a `ProcessJob` resolves to"
+)]
 
 mod common;
 
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Proc, SLACK, busy, wait_until};
+use common::{Proc, SLACK, busy, stopped, wait_until};
 use tethered::{CancelReason, CancelToken, NativeError};
 use tethered_process::{Process, ProcessJob, ProcessOutput};
 
@@ -19,7 +25,7 @@ const PATIENCE: Duration = Duration::from_millis(100);
 /// cancelled it and that the child is gone within the grace and the slack.
 fn stops_behind_timeout(
     command: Command,
-    run_behind_timeout: impl FnOnce(ProcessJob) -> Result<ProcessOutput, NativeError>,
+    run_behind_timeout: impl FnOnce(ProcessJob) -> Result<ProcessOutput, NativeError<ProcessOutput>>,
 ) {
     let job = Process::new(command)
         .grace(GRACE)
@@ -30,8 +36,19 @@ fn stops_behind_timeout(
     assert!(child.is_running());
 
     let result = run_behind_timeout(job);
+    // The timeout answers at once while the child is still being stopped; only a waiter that
+    // stopped and reaped it before the timeout looked again gives the output.
     assert!(
-        matches!(result, Err(NativeError::Cancelled(CancelReason::Timeout))),
+        matches!(
+            result,
+            Err(NativeError::Abandoned {
+                reason: CancelReason::Timeout,
+                grace: Duration::ZERO
+            }) | Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: Some(_)
+            })
+        ),
         "{result:?}"
     );
     assert_eq!(token.reason(), Some(CancelReason::Timeout));
@@ -82,8 +99,74 @@ fn waiter_on_the_tokio_blocking_pool_stops_a_busy_child_behind_a_timeout() {
         .expect("sh starts");
     let child = Proc::of(job.pid());
     let result = runtime.block_on(async { tethered_tokio::timeout(PATIENCE, job).await });
-    assert!(result.is_err(), "{result:?}");
+    let err = result.expect_err("the busy child never ends by itself");
+    assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
     assert!(wait_until(GRACE + SLACK, || !child.exists()));
+}
+
+#[test]
+fn a_timeout_on_a_borrowed_job_answers_at_the_deadline_and_the_job_then_gives_the_reaped_output() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let mut job = Process::new(busy())
+        .grace(GRACE)
+        .spawn()
+        .expect("sh starts");
+    let child = Proc::of(job.pid());
+    let output = runtime.block_on(async {
+        match tethered_tokio::timeout(PATIENCE, &mut job).await {
+            // Answered at the deadline, the child still being stopped: the handle is still
+            // ours, and awaiting it waits for the reap.
+            Err(NativeError::Abandoned {
+                reason: CancelReason::Timeout,
+                grace,
+            }) => {
+                assert_eq!(grace, Duration::ZERO);
+                stopped(CancelReason::Timeout, job.await)
+            }
+            // Stopped and reaped before the timeout looked again: the same stop, already.
+            other => stopped(CancelReason::Timeout, other),
+        }
+    });
+    assert!(output.ended.is_stopped(), "{output:?}");
+    assert_eq!(output.cancel_reason, Some(CancelReason::Timeout));
+    // Reaped before the job resolved: not even a zombie is left.
+    assert!(!child.exists());
+}
+
+#[test]
+fn cancel_after_stops_the_child_at_the_deadline_and_the_job_gives_the_reaped_output() {
+    let job = Process::new(busy())
+        .grace(GRACE)
+        .spawn()
+        .expect("sh starts");
+    let child = Proc::of(job.pid());
+    let token = job.token();
+    job.cancel_after(PATIENCE).expect("the timer runs");
+    assert!(
+        token.deadline().is_some(),
+        "the deadline is the job token's"
+    );
+    let output = stopped(CancelReason::Timeout, job.join_blocking());
+    assert!(output.ended.is_stopped(), "{output:?}");
+    assert_eq!(output.cancel_reason, Some(CancelReason::Timeout));
+    assert!(!child.exists());
+}
+
+#[test]
+fn cancel_after_leaves_a_child_that_exits_first_alone() {
+    let job = Process::new(common::sh("exit 5"))
+        .spawn()
+        .expect("sh starts");
+    let token = job.token();
+    job.cancel_after(SLACK).expect("the timer runs");
+    let output = job.join_blocking().expect("it exits by itself");
+    assert!(output.ended.is_exited());
+    assert_eq!(output.status().and_then(|status| status.code()), Some(5));
+    assert!(!token.is_cancelled());
 }
 
 #[test]

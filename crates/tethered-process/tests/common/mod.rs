@@ -6,8 +6,27 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use tethered::{CancelReason, NativeError};
+use tethered_process::ProcessOutput;
+
 /// Far more than anything here needs on an idle machine, for a slow shared one.
 pub const SLACK: Duration = Duration::from_secs(10);
+
+/// What a job cancelled with `reason` before its child was reaped resolves to: the stop, with
+/// the reaped child's output. Gives that output; panics on anything else.
+#[track_caller]
+pub fn stopped(
+    reason: CancelReason,
+    result: Result<ProcessOutput, NativeError<ProcessOutput>>,
+) -> ProcessOutput {
+    match result {
+        Err(NativeError::Cancelled {
+            reason: seen,
+            returned: Some(output),
+        }) if seen == reason => output,
+        other => panic!("expected a stop with {reason:?} and the reaped child's output: {other:?}"),
+    }
+}
 
 /// `sh -c script`.
 pub fn sh(script: &str) -> Command {

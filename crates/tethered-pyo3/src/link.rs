@@ -133,9 +133,9 @@ impl Link {
         self.deliver(result);
     }
 
-    fn deliver(&self, result: Result<Convert, NativeError>) {
+    fn deliver(&self, result: Result<Convert, NativeError<Convert>>) {
         // Nothing of a user's (a conversion, a drop) may unwind into the thread that woke us.
-        outcome::quietly(move || {
+        let _contained = tethered::catch_panic(move || {
             // ORDERING: Relaxed, as in `unwanted`.
             if !self.wanted.load(Ordering::Relaxed) {
                 return; // `result` is dropped detached; pyo3 defers its reference drops
@@ -148,7 +148,7 @@ impl Link {
         });
     }
 
-    fn deliver_attached(&self, py: Python<'_>, result: Result<Convert, NativeError>) {
+    fn deliver_attached(&self, py: Python<'_>, result: Result<Convert, NativeError<Convert>>) {
         let Some(future) = self.future.bind(py).upgrade() else {
             return; // freed: nobody can await it any more
         };

@@ -1,5 +1,7 @@
-//! tethered on async-std in ten lines: a `spawn_blocking` job that stops when its timeout
-//! fires, and hears why. (async-std is discontinued; new code should use smol.)
+//! tethered on async-std in ten lines: a `spawn_blocking` job behind a timeout. At the deadline
+//! the timeout cancels the job and answers at once (`Abandoned`: the closure still ran); the
+//! closure stops at its next check, and hears why. (async-std is discontinued; new code should
+//! use smol.)
 //!
 //! Run with: cargo run --example async_std_adapter
 
@@ -18,9 +20,13 @@ fn main() {
         });
         let token = job.token();
         let result = tethered_async_std::timeout(Duration::from_millis(100), job).await;
+        // The closure was running at the deadline: the timeout cancels it and answers at once.
         assert!(matches!(
             result,
-            Err(NativeError::Cancelled(CancelReason::Timeout))
+            Err(NativeError::Abandoned {
+                reason: CancelReason::Timeout,
+                ..
+            })
         ));
         println!(
             "async-std: timed out; the closure was told: {}",

@@ -1,16 +1,17 @@
 //! Untrusted Lua scripts (mlua, with a vendored Lua 5.4) on tokio's blocking pool, behind a
-//! deadline. A hook runs every 10,000 VM instructions and checks the running job's
-//! `CancelToken` (one atomic load); once the token is cancelled the hook raises an error that
-//! ends the script, even one that catches errors with `pcall` and loops, and the same Lua state
-//! runs the next script.
+//! deadline (`cancel_after`). A hook runs every 10,000 VM instructions and checks the running
+//! job's `CancelToken` (one atomic load); once the token is cancelled the hook raises an error
+//! that ends the script, even one that catches errors with `pcall` and loops, and the same Lua
+//! state runs the next script.
 //!
 //! Run with: cargo run --example lua_sandbox
 
+use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, VmState};
-use tethered::{AbortableNative, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError};
 
 /// How long a script may run.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -79,34 +80,32 @@ pub(crate) fn headline(err: &mlua::Error) -> String {
     text.lines().next().unwrap_or_default().to_owned()
 }
 
-/// Runs `script` in `sandbox` on tokio's blocking pool with [`DEADLINE`].
-pub(crate) async fn run(
-    sandbox: &Arc<Mutex<Sandbox>>,
-    script: &'static str,
-) -> (Result<mlua::Result<String>, NativeError>, Option<Duration>) {
+/// What [`run`] gives: the job's result (`Err(NativeError::Cancelled { returned: Some(..), .. })`
+/// once the deadline stopped the script), and then the time from the deadline to the script's
+/// return.
+pub(crate) type Ran = (
+    Result<mlua::Result<String>, NativeError<mlua::Result<String>>>,
+    Option<Duration>,
+);
+
+/// Runs `script` in `sandbox` on tokio's blocking pool with [`DEADLINE`]: `cancel_after` cancels
+/// the job with `Timeout` once the deadline has passed (the hook sees it and stops the script),
+/// and awaiting the job waits until the script has returned.
+pub(crate) async fn run(sandbox: &Arc<Mutex<Sandbox>>, script: &'static str) -> io::Result<Ran> {
     let sandbox = sandbox.clone();
     let job = tethered_tokio::spawn_native(move |token| {
         let sandbox = sandbox.lock().unwrap_or_else(PoisonError::into_inner);
         sandbox.run(script, &token)
     });
-    with_deadline(DEADLINE, job).await
-}
-
-/// Awaits `job` under a deadline of `limit`: the job's own `cancel_after` cancels it with
-/// `Timeout` on the core's timer thread, and the await answers once the closure has returned,
-/// so the caller gets its own answer; the `Duration` is the time from the deadline to that
-/// return. (`tethered_tokio::timeout(limit, job)` answers at the deadline instead, and lets
-/// the closure return in its own time.)
-async fn with_deadline<T>(
-    limit: Duration,
-    job: AbortableNative<T>,
-) -> (Result<T, NativeError>, Option<Duration>) {
-    let deadline = Instant::now() + limit;
-    job.cancel_after(limit)
-        .expect("the core's timer thread runs");
+    job.cancel_after(DEADLINE)?;
     let token = job.token();
-    let done = job.await;
-    (done, token.is_cancelled().then(|| deadline.elapsed()))
+    let value = job.await;
+    // The job's token carries its deadline; it is cancelled only if the deadline stopped it.
+    let cancel_to_return = token
+        .deadline()
+        .filter(|_| token.is_cancelled())
+        .map(|deadline| deadline.elapsed());
+    Ok((value, cancel_to_return))
 }
 
 pub(crate) const SUM: &str = "local s = 0 for i = 1, 10000 do s = s + i end return s";
@@ -123,7 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{version}, each script with a {DEADLINE:?} deadline");
     let sandbox = Arc::new(Mutex::new(sandbox));
 
-    let (value, _) = run(&sandbox, SUM).await;
+    let (value, _) = run(&sandbox, SUM).await?;
     println!("sum of 1..10000: {}", value??);
 
     for (name, script) in [
@@ -131,8 +130,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("pcall in a loop", CATCHES_AND_LOOPS),
         ("in a coroutine", IN_A_COROUTINE),
     ] {
-        let (value, cancel_to_return) = run(&sandbox, script).await;
-        let err = value?.expect_err("the script never ends by itself");
+        let (value, cancel_to_return) = run(&sandbox, script).await?;
+        // The deadline stopped the job, and the closure returned the script's error.
+        let err = match value {
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: Some(Err(err)),
+            }) => err,
+            other => return Err(format!("{name}: never ends by itself: {other:?}").into()),
+        };
         let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
         println!(
             "{name}: {}; cancel to return: {cancel_to_return:.2?}",
@@ -141,7 +147,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let started = Instant::now();
-    let (value, _) = run(&sandbox, SUM).await;
+    let (value, _) = run(&sandbox, SUM).await?;
     println!(
         "the same Lua state, next script: sum of 1..10000 = {} in {:.1?}",
         value??,

@@ -1,7 +1,8 @@
 //! CPU-bound work on rayon's pool, tethered to the request that wants it. A `Spawner` over
-//! `rayon::spawn` starts the job on a rayon worker; its `par_iter` checks the job's token at
-//! every item (`try_for_each` with `token.check()`), so a cancel stops every rayon worker at its
-//! next item, and the pool is free for the next request at once.
+//! `rayon::spawn` starts the job on a rayon worker (`Builder::spawn_on`), and a deadline
+//! (`cancel_after`) cancels it; its `par_iter` checks the job's token at every item
+//! (`try_for_each` with `token.check()`), so a cancel stops every rayon worker at its next item,
+//! and the pool is free for the next request at once.
 //!
 //! Run with: cargo run --example rayon_pool
 
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use tethered::{AbortableNative, CancelToken, Cancelled, NativeError};
+use tethered::{AbortableNative, CancelReason, CancelToken, Cancelled, NativeError};
 use tethered::{Runnable, SpawnError, Spawner};
 
 /// How long a request may take.
@@ -54,26 +55,21 @@ pub(crate) fn digest(items: u64, token: &CancelToken, done: &AtomicU64) -> Resul
     Ok(digest.into_inner())
 }
 
-/// Awaits `job` under a deadline of `limit`: the job's own `cancel_after` cancels it with
-/// `Timeout` on the core's timer thread, and the await answers once the closure has returned,
-/// so the caller gets its own answer; the `Duration` is the time from the deadline to that
-/// return. (`tethered_tokio::timeout(limit, job)` answers at the deadline instead, and lets
-/// the closure return in its own time.)
-async fn with_deadline<T>(
-    limit: Duration,
-    job: AbortableNative<T>,
-) -> (Result<T, NativeError>, Option<Duration>) {
-    let deadline = Instant::now() + limit;
-    job.cancel_after(limit)
-        .expect("the core's timer thread runs");
-    let token = job.token();
-    let done = job.await;
-    (done, token.is_cancelled().then(|| deadline.elapsed()))
+/// Starts the digest of `0..items` on rayon's pool through [`RayonSpawner`], with [`DEADLINE`]:
+/// `cancel_after` cancels the job with `Timeout` once the deadline has passed, and every worker
+/// stops at its next item. `done` counts the items that ran.
+fn request(
+    items: u64,
+    done: Arc<AtomicU64>,
+) -> Result<AbortableNative<Result<u64, Cancelled>>, Box<dyn std::error::Error>> {
+    let job = AbortableNative::builder()
+        .spawn_on(&RayonSpawner, move |token| digest(items, &token, &done))?;
+    job.cancel_after(DEADLINE)?;
+    Ok(job)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let spawner = RayonSpawner;
     println!(
         "rayon's global pool: {} workers; each request with a {DEADLINE:?} deadline",
         rayon::current_num_threads()
@@ -81,13 +77,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let done = Arc::new(AtomicU64::new(0));
     let big = 1_000_000_000;
-    let job = AbortableNative::spawn_on(&spawner, {
-        let done = done.clone();
-        move |token| digest(big, &token, &done)
-    })?;
-    let (answer, cancel_to_return) = with_deadline(DEADLINE, job).await;
-    let err = answer?.expect_err("a billion items take far longer");
-    let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
+    let job = request(big, done.clone())?;
+    let token = job.token();
+    // Awaiting the job waits until its closure has returned, after the deadline stopped it.
+    let answer = job.await;
+    let deadline = token.deadline().ok_or("the job has a deadline")?;
+    let cancel_to_return = deadline.elapsed();
+    let err = match answer {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(Err(err)),
+        }) => err,
+        other => return Err(format!("a billion items take far longer: {other:?}").into()),
+    };
     let ran = done.load(Ordering::Relaxed);
     println!("a request for {big} items: {err}, after {ran} items");
     println!("cancel to return: {cancel_to_return:.2?}");
@@ -97,10 +99,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let started = Instant::now();
     let small = 2_000;
-    let job = AbortableNative::spawn_on(&spawner, move |token| {
-        digest(small, &token, &AtomicU64::new(0))
-    })?;
-    let (answer, _) = with_deadline(DEADLINE, job).await;
+    let answer = request(small, Arc::new(AtomicU64::new(0)))?.await;
     println!(
         "the next request, {small} items: digest {:#x} in {:.1?}",
         answer??,

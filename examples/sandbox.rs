@@ -1,6 +1,8 @@
 //! A toy bytecode interpreter for untrusted scripts, on tokio's blocking pool: it checks its
-//! `CancelToken` every 1,000 instructions, a deadline cancels a script that runs too long, and
-//! the interpreter returns a partial result that says it was cancelled, why, and how far it got.
+//! `CancelToken` every 1,000 instructions, a deadline (`cancel_after`) cancels a script that runs
+//! too long, and the interpreter returns a partial result that says it was cancelled, why, and
+//! how far it got. The handle hands that result back with the stop:
+//! `Err(NativeError::Cancelled { reason: Timeout, returned: Some(partial) })`.
 //!
 //! Run with: cargo run --example sandbox
 
@@ -159,29 +161,22 @@ fn endless() -> Vec<Op> {
     vec![Push(0), Push(1), Add, Jump(1)]
 }
 
-/// Runs a script on tokio's blocking pool with a deadline, and always gets an [`Outcome`] back.
-///
-/// `tethered_tokio::timeout(DEADLINE, job)` would answer at the deadline with
-/// `Err(Cancelled(Timeout))` and not wait for the interpreter. To get the partial result
-/// instead, cancel the job with the reason at the deadline and await the interpreter's return.
-async fn run_script(program: Vec<Op>) -> Result<Outcome, NativeError> {
-    let mut job: AbortableNative<Outcome> =
-        tethered_tokio::spawn_native(move |token| interpret(&program, &token));
-    tokio::select! {
-        outcome = &mut job => outcome,
-        () = tokio::time::sleep(DEADLINE) => {
-            job.cancel(CancelReason::Timeout);
-            job.await
-        }
-    }
+/// Starts a script on tokio's blocking pool with a deadline: once [`DEADLINE`] has passed,
+/// `cancel_after` cancels the job with `Timeout`, the interpreter sees it at its next check and
+/// returns a partial result, and awaiting the job waits for that return.
+fn start_script(program: Vec<Op>) -> std::io::Result<AbortableNative<Outcome>> {
+    let job = tethered_tokio::spawn_native(move |token| interpret(&program, &token));
+    job.cancel_after(DEADLINE)?;
+    Ok(job)
 }
 
 #[tokio::main]
-async fn main() -> Result<(), NativeError> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("running two scripts, each with a {DEADLINE:?} deadline");
 
+    // Halts before its deadline: `Ok`, with what the interpreter returned.
     let started = Instant::now();
-    let outcome = run_script(sum_to(10_000)).await?;
+    let outcome = start_script(sum_to(10_000))?.await?;
     println!("sum_to(10000): {outcome} ({:.1?})", started.elapsed());
     assert!(matches!(
         outcome,
@@ -191,9 +186,17 @@ async fn main() -> Result<(), NativeError> {
         }
     ));
 
+    // Stopped by its deadline: `Cancelled`, with the partial result the interpreter returned.
     let started = Instant::now();
-    let outcome = run_script(endless()).await?;
+    let stopped = start_script(endless())?.await;
     let took = started.elapsed();
+    let outcome = match stopped {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(outcome),
+        }) => outcome,
+        other => return Err(format!("only its deadline stops endless(): {other:?}").into()),
+    };
     println!("endless():     {outcome} ({took:.1?})");
     assert!(matches!(
         outcome,

@@ -1,7 +1,9 @@
 //! Native jobs in `tokio::select!` and behind timeouts. The job that loses a race is dropped, and
 //! its closure stops with `CancelReason::Dropped`; `tethered_tokio::timeout` stops a job with
-//! `CancelReason::Timeout`, so native code can tell a deadline from a caller that went away;
-//! a plain `tokio::time::timeout` drops the job, which stops it too.
+//! `CancelReason::Timeout`, so native code can tell a deadline from a caller that went away, and
+//! answers at the deadline (`Abandoned` while the closure still runs); given `&mut job` it keeps
+//! the handle, which then gives what the closure returned. A plain `tokio::time::timeout` drops
+//! the job, which stops it too.
 //!
 //! Run with: cargo run --example select_and_timeout
 
@@ -70,19 +72,32 @@ async fn main() {
         );
     }
 
-    // 2. A deadline with tethered_tokio::timeout: the closure hears `Timeout`.
+    // 2. A deadline with tethered_tokio::timeout: the closure hears `Timeout`, and the caller
+    //    gets its answer at the deadline, without waiting for the closure. Given `&mut job`, the
+    //    timeout leaves the handle to the caller, who can still wait for what the closure returns.
     println!("2. tethered_tokio::timeout(50 ms) around a 10,000-round search");
-    let job = search("deadline", 10_000, report.clone());
-    let result = tethered_tokio::timeout(Duration::from_millis(50), job).await;
+    let mut job = search("deadline", 10_000, report.clone());
+    let result = tethered_tokio::timeout(Duration::from_millis(50), &mut job).await;
     assert!(matches!(
         result,
-        Err(NativeError::Cancelled(CancelReason::Timeout))
+        Err(NativeError::Abandoned {
+            reason: CancelReason::Timeout,
+            ..
+        })
     ));
+    println!("   the caller got {result:?} at the deadline");
+    let returned = match job.await {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(rounds),
+        }) => rounds,
+        other => panic!("the closure returns once it hears the timeout: {other:?}"),
+    };
     let done = finished(&mut reports).await;
     assert_eq!(done.reason, Some(CancelReason::Timeout));
+    assert_eq!(done.rounds, returned);
     println!(
-        "   the caller got {result:?}; the closure stopped after {} rounds: {}",
-        done.rounds,
+        "   awaiting the kept handle: the closure stopped after {returned} rounds: {}",
         CancelReason::Timeout
     );
 

@@ -1,5 +1,6 @@
 //! tethered on smol in ten lines: a job on the `blocking` pool (the threads behind
-//! `smol::unblock`) that stops when its timeout fires, and hears why.
+//! `smol::unblock`) behind a timeout. At the deadline the timeout cancels the job and answers at
+//! once (`Abandoned`: the closure still ran); the closure stops at its next check, and hears why.
 //!
 //! Run with: cargo run --example smol_adapter
 
@@ -18,9 +19,13 @@ fn main() {
         });
         let token = job.token();
         let result = tethered_smol::timeout(Duration::from_millis(100), job).await;
+        // The closure was running at the deadline: the timeout cancels it and answers at once.
         assert!(matches!(
             result,
-            Err(NativeError::Cancelled(CancelReason::Timeout))
+            Err(NativeError::Abandoned {
+                reason: CancelReason::Timeout,
+                ..
+            })
         ));
         println!(
             "smol: timed out; the closure was told: {}",

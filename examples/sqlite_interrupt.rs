@@ -1,7 +1,8 @@
 //! An embedded SQLite database (rusqlite, with its bundled SQLite) on tokio's blocking pool: a
-//! query that would run for hours, behind a deadline. The job's `on_cancel` callback calls the
-//! connection's `InterruptHandle::interrupt` from the cancelling thread, SQLite abandons the
-//! query with `SQLITE_INTERRUPT`, and the same connection answers the next query at once.
+//! query that would run for hours, behind a deadline (`cancel_after`). The job's `on_cancel`
+//! callback calls the connection's `InterruptHandle::interrupt` from the cancelling thread,
+//! SQLite abandons the query with `SQLITE_INTERRUPT`, and the same connection answers the next
+//! query at once.
 //!
 //! Run with: cargo run --example sqlite_interrupt
 
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode};
-use tethered::{AbortableNative, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError};
 
 /// How long a query may run.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -52,34 +53,29 @@ pub(crate) fn query(
     answer
 }
 
-/// Runs `sql` on tokio's blocking pool with [`DEADLINE`].
-pub(crate) async fn run(
-    db: &Db,
-    sql: String,
-) -> (Result<rusqlite::Result<i64>, NativeError>, Option<Duration>) {
-    let db = db.clone();
-    with_deadline(
-        DEADLINE,
-        tethered_tokio::spawn_native(move |token| query(&db, &sql, &token)),
-    )
-    .await
-}
+/// What [`run`] gives: the job's result (`Err(NativeError::Cancelled { returned: Some(..), .. })`
+/// once the deadline stopped the query), and then the time from the deadline to the query's
+/// return.
+pub(crate) type Answer = (
+    Result<rusqlite::Result<i64>, NativeError<rusqlite::Result<i64>>>,
+    Option<Duration>,
+);
 
-/// Awaits `job` under a deadline of `limit`: the job's own `cancel_after` cancels it with
-/// `Timeout` on the core's timer thread, and the await answers once the closure has returned,
-/// so the caller gets its own answer; the `Duration` is the time from the deadline to that
-/// return. (`tethered_tokio::timeout(limit, job)` answers at the deadline instead, and lets
-/// the closure return in its own time.)
-async fn with_deadline<T>(
-    limit: Duration,
-    job: AbortableNative<T>,
-) -> (Result<T, NativeError>, Option<Duration>) {
-    let deadline = Instant::now() + limit;
-    job.cancel_after(limit)
-        .expect("the core's timer thread runs");
+/// Runs `sql` on tokio's blocking pool with [`DEADLINE`]: `cancel_after` cancels the job with
+/// `Timeout` once the deadline has passed (its `on_cancel` callback interrupts the query), and
+/// awaiting the job waits until the query has returned.
+pub(crate) async fn run(db: &Db, sql: String) -> std::io::Result<Answer> {
+    let db = db.clone();
+    let job = tethered_tokio::spawn_native(move |token| query(&db, &sql, &token));
+    job.cancel_after(DEADLINE)?;
     let token = job.token();
-    let done = job.await;
-    (done, token.is_cancelled().then(|| deadline.elapsed()))
+    let answer = job.await;
+    // The job's token carries its deadline; it is cancelled only if the deadline stopped it.
+    let cancel_to_return = token
+        .deadline()
+        .filter(|_| token.is_cancelled())
+        .map(|deadline| deadline.elapsed());
+    Ok((answer, cancel_to_return))
 }
 
 #[tokio::main]
@@ -90,12 +86,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         rusqlite::version()
     );
 
-    let (answer, _) = run(&db, sum_to(10_000)).await;
+    let (answer, _) = run(&db, sum_to(10_000)).await?;
     println!("sum_to(10000): {}", answer??);
 
     let started = Instant::now();
-    let (answer, cancel_to_return) = run(&db, sum_to(1_000_000_000_000)).await;
-    let err = answer?.expect_err("a trillion rows take hours");
+    let (answer, cancel_to_return) = run(&db, sum_to(1_000_000_000_000)).await?;
+    // The deadline stopped the job, and the closure returned the query's own error.
+    let err = match answer {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(Err(err)),
+        }) => err,
+        other => return Err(format!("a trillion rows take hours: {other:?}").into()),
+    };
     let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
     assert_eq!(
         err.sqlite_error_code(),
@@ -108,7 +111,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cancel to return: {cancel_to_return:.2?}");
 
     let started = Instant::now();
-    let (answer, _) = run(&db, sum_to(10_000)).await;
+    let (answer, _) = run(&db, sum_to(10_000)).await?;
     println!(
         "the same connection, next query: sum_to(10000) = {} in {:.1?}",
         answer??,

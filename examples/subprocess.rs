@@ -1,7 +1,8 @@
 //! An untrusted program run as a child process with `tethered-process`, stopped when the caller
-//! gives up on it: SIGTERM to the child's process group, a grace period, SIGKILL if it is still
-//! there, and always the reap, so no process, zombie or grandchild is left behind. A child
-//! that stops on SIGTERM is gone at once; one that ignores it lasts the grace period.
+//! gives up on it (here at a deadline, `cancel_after`, or behind a timeout): SIGTERM to the
+//! child's process group, a grace period, SIGKILL if it is still there, and always the reap, so
+//! no process, zombie or grandchild is left behind. A child that stops on SIGTERM is gone at
+//! once; one that ignores it lasts the grace period.
 //!
 //! Run with: cargo run --example subprocess
 
@@ -23,13 +24,13 @@ mod unix {
     use nix::errno::Errno;
     use nix::sys::signal::kill;
     use nix::unistd::Pid;
-    use tethered::CancelReason;
+    use tethered::{CancelReason, NativeError};
     use tethered_process::{Ended, Process, ProcessOutput};
 
     /// How long a child may take to exit after SIGTERM before it gets SIGKILL.
     const GRACE: Duration = Duration::from_millis(300);
 
-    /// Runs `sh -c shell`, gives up on it after `patience`, and waits until it is reaped.
+    /// Runs `sh -c shell` with a deadline of `patience`, and waits until it is reaped.
     async fn run_and_give_up(
         label: &str,
         shell: &str,
@@ -37,16 +38,22 @@ mod unix {
     ) -> Result<ProcessOutput, Box<dyn std::error::Error>> {
         let mut command = Command::new("sh");
         command.arg("-c").arg(shell);
-        let mut job = Process::new(command).grace(GRACE).spawn()?;
-        println!("{label}: started `sh -c \"{shell}\"`");
-        // The caller stops waiting: a deadline here, in real code a disconnect or a lost select.
-        let waited = tokio::time::timeout(patience, &mut job).await;
-        assert!(
-            waited.is_err(),
-            "the program runs far longer than {patience:?}"
-        );
-        println!("{label}: gave up after {patience:?}; cancelling");
-        let ended = job.cancel_and_join_with(CancelReason::Timeout).await?;
+        let job = Process::new(command).grace(GRACE).spawn()?;
+        println!("{label}: started `sh -c \"{shell}\"`, deadline {patience:?}");
+        // The caller gives up at the deadline (in real code: a disconnect, a lost select): the
+        // job is cancelled with `Timeout`, and awaiting it waits until the child is reaped.
+        job.cancel_after(patience)?;
+        let ended = match job.await {
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: Some(output),
+            }) => output,
+            other => {
+                return Err(
+                    format!("the program runs far longer than {patience:?}: {other:?}").into(),
+                );
+            }
+        };
         let how = match &ended.ended {
             Ended::Stopped(_) => "exited on SIGTERM".to_owned(),
             Ended::Killed(_) => "ignored SIGTERM, got SIGKILL after the grace period".to_owned(),
@@ -80,13 +87,18 @@ mod unix {
         .await?;
         assert!(stubborn.ended.is_killed());
 
-        // Dropping the future does the same, without waiting: the timeout drops the job.
+        // A timeout that answers at the deadline does the same without waiting: it cancels the
+        // job, and its waiter stops the group and reaps it on its own.
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 1000 & sleep 1000"]); // a grandchild too
         let job = Process::new(command).grace(GRACE).spawn()?;
         let result = tethered_tokio::timeout(Duration::from_millis(100), job).await;
-        assert!(result.is_err());
-        println!("dropped: the timeout dropped the job; its group got SIGTERM");
+        let err = result
+            .err()
+            .ok_or("the program runs far longer than 100 ms")?;
+        // `Abandoned` while the child is still being stopped; `Cancelled` if it was reaped first.
+        assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+        println!("no wait: the timeout answered at the deadline; the group got SIGTERM");
         // The waiter's last moment is the reap: wait for it off the async threads.
         tokio::task::spawn_blocking(|| {
             tethered::testing::wait_all_returned(Duration::from_secs(5))

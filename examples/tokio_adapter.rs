@@ -1,5 +1,6 @@
-//! tethered on tokio in ten lines: a job on tokio's blocking pool that stops when its timeout
-//! fires, and hears why.
+//! tethered on tokio in ten lines: a job on tokio's blocking pool behind a timeout. At the
+//! deadline the timeout cancels the job and answers at once (`Abandoned`: the closure still ran);
+//! the closure stops at its next check, and hears why.
 //!
 //! Run with: cargo run --example tokio_adapter
 
@@ -18,9 +19,13 @@ async fn main() {
     });
     let token = job.token();
     let result = tethered_tokio::timeout(Duration::from_millis(100), job).await;
+    // The closure was running at the deadline: the timeout cancels it and answers at once.
     assert!(matches!(
         result,
-        Err(NativeError::Cancelled(CancelReason::Timeout))
+        Err(NativeError::Abandoned {
+            reason: CancelReason::Timeout,
+            ..
+        })
     ));
     println!(
         "tokio: timed out; the closure was told: {}",

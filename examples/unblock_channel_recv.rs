@@ -1,14 +1,15 @@
-//! A thread blocked in `std::sync::mpsc::Receiver::recv`, woken on cancel: the job's
-//! `on_cancel` callback sends the receiver a `Stop` message through a clone of the sender, so the
-//! blocked `recv` returns at once with it. The first producer here ends with `Done`; the second
-//! sends three items and goes quiet, like a subscription that may never fire again.
+//! A thread blocked in `std::sync::mpsc::Receiver::recv`, woken on cancel (here its deadline,
+//! `cancel_after`): the job's `on_cancel` callback sends the receiver a `Stop` message through a
+//! clone of the sender, so the blocked `recv` returns at once with it. The first producer here
+//! ends with `Done`; the second sends three items and goes quiet, like a subscription that may
+//! never fire again, and the stopped job hands back what the consumer had summed.
 //!
 //! Run with: cargo run --example unblock_channel_recv
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError};
 
 /// How long the consumer may wait.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -58,29 +59,13 @@ pub(crate) fn consume(
     }
 }
 
-/// Awaits `job` under a deadline of `limit`: the job's own `cancel_after` cancels it with
-/// `Timeout` on the core's timer thread, and the await answers once the closure has returned,
-/// so the caller gets its own answer; the `Duration` is the time from the deadline to that
-/// return. (`tethered_tokio::timeout(limit, job)` answers at the deadline instead, and lets
-/// the closure return in its own time.)
-async fn with_deadline<T>(
-    limit: Duration,
-    job: AbortableNative<T>,
-) -> (Result<T, NativeError>, Option<Duration>) {
-    let deadline = Instant::now() + limit;
-    job.cancel_after(limit)
-        .expect("the core's timer thread runs");
-    let token = job.token();
-    let done = job.await;
-    (done, token.is_cancelled().then(|| deadline.elapsed()))
-}
-
 /// Starts a producer that sends `values`, then `Event::Done` after `then_wait`, and a consumer
-/// job; returns what the consumer got and the time from the cancel to its return, if cancelled.
+/// job with [`DEADLINE`] (`cancel_after`); returns what the job gave once the consumer returned,
+/// and the time from the deadline to that return, if the deadline stopped it.
 async fn consume_with_deadline(
     values: Vec<u64>,
     then_wait: Duration,
-) -> (Result<Consumed, NativeError>, Option<Duration>) {
+) -> std::io::Result<(Result<Consumed, NativeError<Consumed>>, Option<Duration>)> {
     let (events, receiver) = mpsc::channel();
     let wake = events.clone();
     std::thread::spawn(move || {
@@ -91,13 +76,21 @@ async fn consume_with_deadline(
         let _ = events.send(Event::Done);
     });
     let job = tethered_tokio::spawn_native(move |token| consume(&receiver, wake, &token));
-    with_deadline(DEADLINE, job).await
+    job.cancel_after(DEADLINE)?;
+    let token = job.token();
+    let consumed = job.await;
+    // The job's token carries its deadline; it is cancelled only if the deadline stopped it.
+    let cancel_to_return = token
+        .deadline()
+        .filter(|_| token.is_cancelled())
+        .map(|deadline| deadline.elapsed());
+    Ok((consumed, cancel_to_return))
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("a consumer blocked in recv, deadline {DEADLINE:?}");
-    let (consumed, _) = consume_with_deadline(vec![1, 2, 3], Duration::ZERO).await;
+    let (consumed, _) = consume_with_deadline(vec![1, 2, 3], Duration::ZERO).await?;
     let consumed = consumed?;
     assert_eq!(consumed, Consumed::Done { total: 6 });
     println!("a producer that ends: {consumed:?}");
@@ -105,8 +98,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // This producer goes quiet for a minute after three items; the process ends long before.
     let started = Instant::now();
     let (consumed, cancel_to_return) =
-        consume_with_deadline(vec![1, 2, 3], Duration::from_secs(60)).await;
-    let consumed = consumed?;
+        consume_with_deadline(vec![1, 2, 3], Duration::from_secs(60)).await?;
+    // The deadline stopped the job, and the consumer returned what it had summed.
+    let consumed = match consumed {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(consumed),
+        }) => consumed,
+        other => return Err(format!("the producer never ends: {other:?}").into()),
+    };
     let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
     assert_eq!(
         consumed,

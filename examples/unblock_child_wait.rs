@@ -1,9 +1,9 @@
-//! A thread blocked waiting for a child process, ended on cancel by killing the child, without
-//! ever signalling a pid that may belong to another process by then. The job blocks in
-//! `waitid(WEXITED | WNOWAIT)`, which returns once the child has exited but leaves it unreaped,
-//! so its pid stays its own; a kill armed with `token.arm` runs on cancel; and the job reaps
-//! the child only after it has disarmed that kill, which gives the `Child` back. (The `subprocess` example adds a
-//! process group, SIGTERM and a grace period.)
+//! A thread blocked waiting for a child process, ended on cancel (here its deadline,
+//! `cancel_after`) by killing the child, without ever signalling a pid that may belong to another
+//! process by then. The job blocks in `waitid(WEXITED | WNOWAIT)`, which returns once the child
+//! has exited but leaves it unreaped, so its pid stays its own; a kill armed with `token.arm`
+//! runs on cancel; and the job reaps the child only after it has disarmed that kill, which gives
+//! the `Child` back. (The `subprocess` example adds a process group, SIGTERM and a grace period.)
 //!
 //! Run with: cargo run --example unblock_child_wait
 
@@ -28,7 +28,7 @@ pub(crate) mod linux {
     use nix::sys::signal::Signal;
     use nix::sys::wait::{Id, WaitPidFlag, waitid};
     use nix::unistd::Pid;
-    use tethered::{AbortableNative, CancelToken, NativeError};
+    use tethered::{CancelReason, CancelToken, NativeError};
 
     /// How long the child may run.
     const DEADLINE: Duration = Duration::from_millis(200);
@@ -58,38 +58,34 @@ pub(crate) mod linux {
         child.wait() // at once: it has exited
     }
 
-    /// Awaits `job` under a deadline of `limit`: the job's own `cancel_after` cancels it with
-    /// `Timeout` on the core's timer thread, and the await answers once the closure has returned,
-    /// so the caller gets its own answer; the `Duration` is the time from the deadline to that
-    /// return. (`tethered_tokio::timeout(limit, job)` answers at the deadline instead, and lets
-    /// the closure return in its own time.)
-    async fn with_deadline<T>(
-        limit: Duration,
-        job: AbortableNative<T>,
-    ) -> (Result<T, NativeError>, Option<Duration>) {
-        let deadline = Instant::now() + limit;
-        job.cancel_after(limit)
-            .expect("the core's timer thread runs");
-        let token = job.token();
-        let done = job.await;
-        (done, token.is_cancelled().then(|| deadline.elapsed()))
-    }
-
     #[tokio::main]
     pub(crate) async fn main() -> Result<(), Box<dyn std::error::Error>> {
+        // Exits by itself before the deadline: `Ok`, with what the closure returned.
         let quick = Command::new("true").spawn()?;
         let job = tethered_tokio::spawn_native(move |token| wait_or_kill(quick, &token));
-        let (status, _) = with_deadline(DEADLINE, job).await;
-        println!("`true`: {}", status??);
+        job.cancel_after(DEADLINE)?;
+        println!("`true`: {}", job.await??);
 
         let child = Command::new("sleep").arg("60").spawn()?;
         let pid = child.id();
         println!("`sleep 60` (pid {pid}), waited for with a {DEADLINE:?} deadline");
         let started = Instant::now();
         let job = tethered_tokio::spawn_native(move |token| wait_or_kill(child, &token));
-        let (status, cancel_to_return) = with_deadline(DEADLINE, job).await;
-        let status = status??;
-        let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
+        // At the deadline the job's token is cancelled with `Timeout`, and the armed kill runs;
+        // awaiting the job waits until the child is reaped.
+        job.cancel_after(DEADLINE)?;
+        let token = job.token();
+        let status = job.await;
+        let deadline = token.deadline().ok_or("the job has a deadline")?;
+        let cancel_to_return = deadline.elapsed();
+        // The deadline stopped the job, and the closure returned the killed child's status.
+        let status = match status {
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: Some(status),
+            }) => status?,
+            other => return Err(format!("`sleep 60` outlasts the deadline: {other:?}").into()),
+        };
         assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
         println!(
             "the wait ended after {:.1?}: {status}, reaped",

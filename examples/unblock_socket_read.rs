@@ -1,8 +1,8 @@
-//! A thread blocked in a `TcpStream` read, where no token check can reach it, unblocked on
-//! cancel: `token.arm` arms a shutdown of the socket (through a `try_clone` of it) that a cancel
-//! runs once, the read returns at once, and the job returns; disarming gives the clone back
-//! and guarantees no shutdown comes later. The peer here accepts the connection and never
-//! answers, like a stalled upstream.
+//! A thread blocked in a `TcpStream` read, where no token check can reach it, unblocked when its
+//! deadline (`cancel_after`) cancels it: `token.arm` arms a shutdown of the socket (through a
+//! `try_clone` of it) that a cancel runs once, the read returns at once, and the job returns;
+//! disarming gives the clone back and guarantees no shutdown comes later. The peer here accepts
+//! the connection and never answers, like a stalled upstream.
 //!
 //! Run with: cargo run --example unblock_socket_read
 
@@ -10,7 +10,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use tethered::{AbortableNative, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError};
 
 /// How long a request may take.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -53,23 +53,6 @@ fn stalled_peer(hold: Duration) -> io::Result<std::net::SocketAddr> {
     Ok(address)
 }
 
-/// Awaits `job` under a deadline of `limit`: the job's own `cancel_after` cancels it with
-/// `Timeout` on the core's timer thread, and the await answers once the closure has returned,
-/// so the caller gets its own answer; the `Duration` is the time from the deadline to that
-/// return. (`tethered_tokio::timeout(limit, job)` answers at the deadline instead, and lets
-/// the closure return in its own time.)
-async fn with_deadline<T>(
-    limit: Duration,
-    job: AbortableNative<T>,
-) -> (Result<T, NativeError>, Option<Duration>) {
-    let deadline = Instant::now() + limit;
-    job.cancel_after(limit)
-        .expect("the core's timer thread runs");
-    let token = job.token();
-    let done = job.await;
-    (done, token.is_cancelled().then(|| deadline.elapsed()))
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The peer would hold the connection for a minute; the process ends long before.
@@ -79,9 +62,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let started = Instant::now();
     let job = tethered_tokio::spawn_native(move |token| request(stream, b"PING\n", &token));
-    let (reply, cancel_to_return) = with_deadline(DEADLINE, job).await;
-    let err = reply?.expect_err("the peer never answers");
-    let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;
+    // At the deadline the job's token is cancelled with `Timeout`, and the armed shutdown runs;
+    // awaiting the job waits until the read has returned.
+    job.cancel_after(DEADLINE)?;
+    let token = job.token();
+    let reply = job.await;
+    let deadline = token.deadline().ok_or("the job has a deadline")?;
+    let cancel_to_return = deadline.elapsed();
+    let err = match reply {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: Some(Err(err)),
+        }) => err,
+        other => return Err(format!("the peer never answers: {other:?}").into()),
+    };
     println!(
         "the blocking read ended after {:.1?}: {err}",
         started.elapsed()

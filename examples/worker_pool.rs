@@ -25,7 +25,7 @@ mod unix {
     use std::sync::{Arc, Mutex, PoisonError};
     use std::time::Duration;
 
-    use tethered::AbortHandle;
+    use tethered::{AbortHandle, NativeError};
     use tethered_process::{Process, ProcessJob};
     use tokio::sync::Notify;
 
@@ -167,12 +167,18 @@ while True:
         fn replace(&self, dead: Worker) {
             let Worker { id, process, .. } = dead;
             match process.join_blocking() {
-                Ok(output) => println!(
+                // The request's cancel stopped the worker: what it gave back is how it ended.
+                Err(NativeError::Cancelled {
+                    returned: Some(output),
+                    ..
+                }) => println!(
                     "worker {id} (pid {}) {}, reaped {:.1?} after its request was cancelled",
                     output.pid,
                     output.ended,
                     output.cancel_to_reaped.unwrap_or_default()
                 ),
+                // It died by itself (its request failed without a cancel).
+                Ok(output) => println!("worker {id} (pid {}) {}", output.pid, output.ended),
                 Err(err) => println!("worker {id}: {err}"),
             }
             match self.fresh_worker() {

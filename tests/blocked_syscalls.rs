@@ -91,7 +91,13 @@ async fn a_cancel_shuts_the_socket_down_and_ends_the_blocked_read() {
         "{:?}",
         cancelled.elapsed()
     );
-    let err = reply.unwrap().unwrap_err();
+    // Cancelled while it ran: the stop, with what the closure returned.
+    let stopped = reply.expect_err("cancelled while it ran");
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+    let err = stopped
+        .into_returned()
+        .expect("the closure ran, and returned")
+        .expect_err("the peer never answers");
     assert!(is_cancel(&err, &CancelReason::Timeout), "{err:?}");
 }
 
@@ -154,12 +160,15 @@ async fn a_cancel_sends_the_stop_and_ends_the_blocked_recv() {
         "{:?}",
         cancelled.elapsed()
     );
+    // Cancelled while it ran: the stop, with what the consumer had summed.
+    let stopped = consumed.expect_err("cancelled while it ran");
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
     assert_eq!(
-        consumed.unwrap(),
-        Consumed::Stopped {
+        stopped.into_returned(),
+        Some(Consumed::Stopped {
             total: 42,
             reason: CancelReason::Timeout
-        }
+        })
     );
     drop(producer); // held to the end: the stop did not need the producers gone
 }
@@ -248,10 +257,14 @@ mod child {
             "{:?}",
             cancelled.elapsed()
         );
-        assert_eq!(
-            status.unwrap().unwrap().signal(),
-            Some(Signal::SIGKILL as i32)
-        );
+        // Cancelled while it ran: the stop, with the killed child's status.
+        let stopped = status.expect_err("cancelled while it ran");
+        assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+        let status = stopped
+            .into_returned()
+            .expect("the closure ran, and returned")
+            .unwrap();
+        assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
         assert!(!exists(pid), "reaped: no zombie");
         drop(stdin);
     }

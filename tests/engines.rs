@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tethered::{CancelReason, CancelSource};
+use tethered::{CancelReason, CancelSource, NativeError};
 
 #[allow(dead_code)]
 #[path = "../examples/sqlite_interrupt.rs"]
@@ -57,8 +57,21 @@ async fn naive_spawn_blocking_query_runs_on_after_its_caller_gave_up() {
 async fn a_query_past_its_deadline_fails_interrupted_and_the_connection_answers_the_next() {
     let db: sqlite_interrupt::Db =
         Arc::new(Mutex::new(rusqlite::Connection::open_in_memory().unwrap()));
-    let (answer, cancel_to_return) = sqlite_interrupt::run(&db, endless_query()).await;
-    let err = answer
+    let (answer, cancel_to_return) = sqlite_interrupt::run(&db, endless_query()).await.unwrap();
+    // Stopped by the deadline while it ran: the stop, with what the closure returned.
+    let stopped = answer.expect_err("it never ends by itself");
+    assert!(
+        matches!(
+            stopped,
+            NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: Some(_)
+            }
+        ),
+        "{stopped:?}"
+    );
+    let err = stopped
+        .into_returned()
         .expect("the closure returned")
         .expect_err("it never ends by itself");
     assert_eq!(
@@ -69,7 +82,9 @@ async fn a_query_past_its_deadline_fails_interrupted_and_the_connection_answers_
     let cancel_to_return = cancel_to_return.expect("the deadline passed");
     assert!(cancel_to_return < STOPS_WITHIN, "{cancel_to_return:?}");
 
-    let (answer, cancelled) = sqlite_interrupt::run(&db, sqlite_interrupt::sum_to(100)).await;
+    let (answer, cancelled) = sqlite_interrupt::run(&db, sqlite_interrupt::sum_to(100))
+        .await
+        .unwrap();
     assert_eq!(answer.unwrap().unwrap(), 5050);
     assert_eq!(cancelled, None);
 }
@@ -145,8 +160,21 @@ async fn lua_scripts_past_their_deadline_stop_and_the_state_runs_the_next() {
         "local co = coroutine.create(function() while true do pcall(function() while true do \
          end end) end end) while true do coroutine.resume(co) end",
     ] {
-        let (value, cancel_to_return) = lua_sandbox::run(&sandbox, script).await;
-        let err = value
+        let (value, cancel_to_return) = lua_sandbox::run(&sandbox, script).await.unwrap();
+        // Stopped by the deadline while it ran: the stop, with what the closure returned.
+        let stopped = value.expect_err("it never ends by itself");
+        assert!(
+            matches!(
+                stopped,
+                NativeError::Cancelled {
+                    reason: CancelReason::Timeout,
+                    returned: Some(_)
+                }
+            ),
+            "{script}: {stopped:?}"
+        );
+        let err = stopped
+            .into_returned()
             .expect("the closure returned")
             .expect_err("it never ends by itself");
         assert_eq!(
@@ -160,7 +188,7 @@ async fn lua_scripts_past_their_deadline_stop_and_the_state_runs_the_next() {
             "{script}: {cancel_to_return:?}"
         );
 
-        let (value, cancelled) = lua_sandbox::run(&sandbox, lua_sandbox::SUM).await;
+        let (value, cancelled) = lua_sandbox::run(&sandbox, lua_sandbox::SUM).await.unwrap();
         assert_eq!(value.unwrap().unwrap(), "50005000", "after {script}");
         assert_eq!(cancelled, None);
     }

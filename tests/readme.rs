@@ -1,5 +1,5 @@
-//! The README stays true to the repository: its quick start is the core crate's opening doctest
-//! (both copies compile and run; this keeps them the same), and it lists every example.
+//! The README stays true to the repository: its quick start is `tethered-tokio`'s opening
+//! doctest (both copies compile and run; this keeps them the same), and it lists every example.
 
 /// The lines of the first block fenced by `fence` (e.g. "```rust") after `after`, without the
 /// fences.
@@ -16,10 +16,10 @@ fn first_block_after<'a>(text: &'a str, after: &str, fence: &str) -> Vec<&'a str
 }
 
 #[test]
-fn the_core_crate_docs_open_with_the_readme_quick_start() {
+fn the_tokio_adapter_docs_open_with_the_readme_quick_start() {
     let readme = include_str!("../README.md");
     let quick_start = first_block_after(readme, "## Quick start", "```rust");
-    let crate_docs: String = include_str!("../crates/tethered/src/lib.rs")
+    let crate_docs: String = include_str!("../crates/tethered-tokio/src/lib.rs")
         .lines()
         .map_while(|line| line.strip_prefix("//!"))
         .map(|line| line.strip_prefix(' ').unwrap_or(line))
@@ -29,7 +29,7 @@ fn the_core_crate_docs_open_with_the_readme_quick_start() {
     assert!(quick_start.len() > 10, "{quick_start:#?}");
     assert_eq!(
         opening_doctest, quick_start,
-        "crates/tethered/src/lib.rs must open with the README's quick start"
+        "crates/tethered-tokio/src/lib.rs must open with the README's quick start"
     );
 }
 

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use tethered::{CancelReason, NativeError};
+use tethered::CancelReason;
 
 use crate::args::{Command, Options};
 use crate::cpu::ThreadTimes;
@@ -240,10 +240,11 @@ async fn drive(way: Way, options: Options, tally: Arc<Tally>) -> Observed {
                 Way::Naive => tokio::time::timeout(options.timeout, naive_request(tally))
                     .await
                     .is_err(),
-                Way::Tethered => matches!(
-                    tethered_tokio::timeout(options.timeout, tethered_request(tally)).await,
-                    Err(NativeError::Cancelled(CancelReason::Timeout))
-                ),
+                // `Abandoned` for a running closure (it stops at its next check), `Cancelled`
+                // for a queued one (skipped unrun): a timeout either way.
+                Way::Tethered => tethered_tokio::timeout(options.timeout, tethered_request(tally))
+                    .await
+                    .is_err_and(|err| err.cancel_reason() == Some(&CancelReason::Timeout)),
             };
             if timed_out {
                 counter.timed_out();

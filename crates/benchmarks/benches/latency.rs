@@ -90,14 +90,15 @@ fn busy_atomic_bool(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
 
 fn busy_tethered(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
-    let job = AbortableNative::spawn_on(spawner, move |token| {
-        ready.store(true, Ordering::Release);
-        while !token.is_cancelled() {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
-    })
-    .expect("the pool takes the job");
+    let job = AbortableNative::builder()
+        .spawn_on(spawner, move |token| {
+            ready.store(true, Ordering::Release);
+            while !token.is_cancelled() {
+                black_box(());
+            }
+            let _ = tx.send(Instant::now());
+        })
+        .expect("the pool takes the job");
     probe.wait_ready();
     probe.time(|| drop(job))
 }
@@ -160,14 +161,15 @@ fn parked_condvar(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
 
 fn parked_tethered(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
-    let job = AbortableNative::spawn_on(spawner, move |token| {
-        ready.store(true, Ordering::Release);
-        let reason = token.wait_timeout(Duration::from_secs(60));
-        let seen = Instant::now();
-        assert!(reason.is_some(), "cancelled, not timed out");
-        let _ = tx.send(seen);
-    })
-    .expect("the pool takes the job");
+    let job = AbortableNative::builder()
+        .spawn_on(spawner, move |token| {
+            ready.store(true, Ordering::Release);
+            let reason = token.wait_timeout(Duration::from_secs(60));
+            let seen = Instant::now();
+            assert!(reason.is_some(), "cancelled, not timed out");
+            let _ = tx.send(seen);
+        })
+        .expect("the pool takes the job");
     probe.wait_ready();
     std::thread::sleep(PARK_SETTLE);
     probe.time(|| drop(job))

@@ -49,9 +49,17 @@ fn cancel_before_start_means_the_closure_never_runs() {
         let ran = ran.load(Ordering::SeqCst);
         match result {
             Ok(7) => assert!(ran),
-            Err(NativeError::Cancelled(CancelReason::Requested)) => {
-                assert!(!ran, "a job that reports its cancel also ran")
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Requested,
+                returned: None,
+            }) => {
+                assert!(!ran, "a job stopped before it ran also ran")
             }
+            // The cancel came while the closure ran: the stop carries what it returned.
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Requested,
+                returned: Some(7),
+            }) => assert!(ran),
             other => panic!("unexpected result {other:?}"),
         }
         if spawner.started_after_cancel.load(Ordering::SeqCst) {
@@ -96,7 +104,9 @@ fn handle_drop_vs_completion() {
     model("native_drop_vs_completion", || {
         let base = stats();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::spawn_on(&spawner, |token| token.is_cancelled()).unwrap();
+        let job = AbortableNative::builder()
+            .spawn_on(&spawner, |token| token.is_cancelled())
+            .unwrap();
         let token = job.token();
         drop(job);
         spawner.join_all();
@@ -125,27 +135,34 @@ fn cancel_and_join_waits_for_the_closure() {
         let returned = Arc::new(AtomicBool::new(false));
         let job = {
             let returned = returned.clone();
-            AbortableNative::spawn_on(&spawner, move |token| {
-                while !token.is_cancelled() {
-                    thread::yield_now();
-                }
-                returned.store(true, Ordering::SeqCst);
-                token.reason()
-            })
-            .unwrap()
+            AbortableNative::builder()
+                .spawn_on(&spawner, move |token| {
+                    while !token.is_cancelled() {
+                        thread::yield_now();
+                    }
+                    returned.store(true, Ordering::SeqCst);
+                    token.reason()
+                })
+                .unwrap()
         };
         match block_on(job.cancel_and_join()) {
-            Ok(reason) => {
-                assert_eq!(reason, Some(CancelReason::Requested));
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Requested,
+                returned: Some(seen),
+            }) => {
+                assert_eq!(seen, Some(CancelReason::Requested));
                 assert!(
                     returned.load(Ordering::SeqCst),
                     "joined before the closure returned"
                 );
             }
-            Err(NativeError::Cancelled(CancelReason::Requested)) => {
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Requested,
+                returned: None,
+            }) => {
                 assert!(!returned.load(Ordering::SeqCst))
             }
-            Err(other) => panic!("unexpected error {other}"),
+            other => panic!("unexpected result {other:?}"),
         }
         spawner.join_all();
         assert_eq!(stats().running, 0);
@@ -158,20 +175,28 @@ fn cancel_and_join_waits_for_the_closure() {
 fn pool_drops_the_job_unrun_vs_cancel() {
     model("native_unrun_drop_vs_cancel", || {
         let spawner = Arc::new(HeldSpawner::default());
-        let job = AbortableNative::spawn_on(&*spawner, |_| unreachable!("never runs")).unwrap();
+        let job = AbortableNative::builder()
+            .spawn_on(&*spawner, |_| unreachable!("never runs"))
+            .unwrap();
         let pool = {
             let spawner = spawner.clone();
             thread::spawn(move || drop(spawner.take()))
         };
         job.cancel(CancelReason::Timeout);
         let token = job.token();
-        let result: Result<(), NativeError> = block_on(job);
+        let result: Result<(), NativeError<()>> = block_on(job);
         pool.join().unwrap();
         match result {
             // The pool dropped it first.
-            Err(NativeError::Cancelled(CancelReason::Shutdown)) => {}
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Shutdown,
+                ..
+            }) => {}
             // The handle's cancel finished it while it was still queued.
-            Err(NativeError::Cancelled(CancelReason::Timeout)) => {
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                ..
+            }) => {
                 assert_eq!(token.reason(), Some(CancelReason::Timeout))
             }
             other => panic!("unexpected result {other:?}"),
@@ -185,7 +210,9 @@ fn pool_drops_the_job_unrun_vs_cancel() {
 fn run_vs_poll_vs_drop_delivers_the_result_once() {
     model("native_run_vs_poll", || {
         let spawner = Arc::new(HeldSpawner::default());
-        let job = AbortableNative::spawn_on(&*spawner, |_| 11).unwrap();
+        let job = AbortableNative::builder()
+            .spawn_on(&*spawner, |_| 11)
+            .unwrap();
         let worker = {
             let spawner = spawner.clone();
             thread::spawn(move || spawner.take().run())
@@ -209,7 +236,9 @@ fn run_vs_poll_vs_drop_delivers_the_result_once() {
 fn detach_vs_completion_returns_detached_to_zero() {
     model("native_detach_vs_completion", || {
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::spawn_on(&spawner, |token| token.is_cancelled()).unwrap();
+        let job = AbortableNative::builder()
+            .spawn_on(&spawner, |token| token.is_cancelled())
+            .unwrap();
         let token = job.token();
         job.detach();
         spawner.join_all();
@@ -229,11 +258,12 @@ fn handle_cancel_vs_pool_start() {
         let ran = Arc::new(AtomicBool::new(false));
         let job = {
             let ran = ran.clone();
-            AbortableNative::spawn_on(&*spawner, move |_| {
-                ran.store(true, Ordering::SeqCst);
-                5
-            })
-            .unwrap()
+            AbortableNative::builder()
+                .spawn_on(&*spawner, move |_| {
+                    ran.store(true, Ordering::SeqCst);
+                    5
+                })
+                .unwrap()
         };
         let pool = {
             let spawner = spawner.clone();
@@ -244,12 +274,19 @@ fn handle_cancel_vs_pool_start() {
         pool.join().unwrap();
         match result {
             Ok(5) => assert!(ran.load(Ordering::SeqCst)),
-            Err(NativeError::Cancelled(CancelReason::Timeout)) => {
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: None,
+            }) => {
                 assert!(
                     !ran.load(Ordering::SeqCst),
-                    "reported cancelled, yet it ran"
+                    "stopped before it ran, yet it ran"
                 )
             }
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: Some(5),
+            }) => assert!(ran.load(Ordering::SeqCst)),
             other => panic!("unexpected result {other:?}"),
         }
         assert_eq!(stats().running, 0);

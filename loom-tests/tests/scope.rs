@@ -27,7 +27,10 @@ fn slot_handoff_vs_cancel_all() {
         for (result, value) in [(first, 1), (second, 2)] {
             match result {
                 Ok(v) => assert_eq!(v, value),
-                Err(NativeError::Cancelled(CancelReason::Requested)) => {}
+                Err(NativeError::Cancelled {
+                    reason: CancelReason::Requested,
+                    returned,
+                }) => assert!(returned.is_none_or(|v| v == value)),
                 Err(other) => panic!("unexpected {other}"),
             }
         }

@@ -47,7 +47,9 @@ fn sealing_vs_cancel() {
     model("seal_vs_cancel", || {
         let base = stats();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::spawn_on(&spawner, |_| 7).unwrap();
+        let job = AbortableNative::builder()
+            .spawn_on(&spawner, |_| 7)
+            .unwrap();
         let token = job.token();
         let cancelled = job.cancel(CancelReason::Requested);
         let result = job.join_blocking();
@@ -68,7 +70,9 @@ fn sealing_vs_cancel_when() {
     model("seal_vs_cancel_when", || {
         let base = stats();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::spawn_on(&spawner, |_| 42).unwrap();
+        let job = AbortableNative::builder()
+            .spawn_on(&spawner, |_| 42)
+            .unwrap();
         let token = job.token();
         let raced = job.cancel_when(std::future::ready(()), CancelReason::Timeout);
         let result = block_on(raced);
@@ -83,7 +87,19 @@ fn sealing_vs_cancel_when() {
                 );
                 assert_eq!(counted, 0);
             }
-            Err(NativeError::Cancelled(CancelReason::Timeout)) => {
+            // The cancel won: the job had not started, or its closure returned after the
+            // cancel (`Cancelled`), or it was still running when the race stopped waiting
+            // (`Abandoned`).
+            Err(
+                NativeError::Cancelled {
+                    reason: CancelReason::Timeout,
+                    returned: None | Some(42),
+                }
+                | NativeError::Abandoned {
+                    reason: CancelReason::Timeout,
+                    ..
+                },
+            ) => {
                 assert_eq!(token.reason(), Some(CancelReason::Timeout));
                 assert_eq!(
                     counted, 1,
@@ -102,7 +118,9 @@ fn sealing_vs_cancel_when() {
 fn registration_vs_lock_free_seal() {
     model("registration_vs_lock_free_seal", || {
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::spawn_on(&spawner, |_| 1).unwrap();
+        let job = AbortableNative::builder()
+            .spawn_on(&spawner, |_| 1)
+            .unwrap();
         let token = job.token();
         let ran = Arc::new(AtomicBool::new(false));
         let witness = Arc::new(());

@@ -2,10 +2,10 @@
 //!
 //! | The handle gives | The awaiting coroutine gets |
 //! | --- | --- |
-//! | `Ok(value)` | the value, converted with [`IntoPyResult`](crate::IntoPyResult) |
+//! | `Ok(value)`, or `Err(NativeError::Cancelled { returned: Some(value), .. })` (the closure ran and returned after a cancel from a parent token or a scope) | the value, converted with [`IntoPyResult`](crate::IntoPyResult): asyncio has no stop that carries a value, so the closure decides what a stopped run returns |
 //! | `Ok(Err(err))` (a `PyResult` closure) | `err` raised |
 //! | `Err(NativeError::Panicked(..))`, or a panic in the conversion | pyo3's `PanicException` with the panic message |
-//! | `Err(NativeError::Cancelled { reason, .. })` (stopped by a parent token, a scope, the loop's shutdown, before or while its closure ran) | `CancelledError(str(reason))`: the future is cancelled |
+//! | `Err(NativeError::Cancelled { reason, returned: None })` (stopped before its closure ran: by a parent token, a scope, the loop's shutdown) | `CancelledError(str(reason))`: the future is cancelled |
 //! | any other `Err` | `RuntimeError` with the error's message |
 
 use pyo3::exceptions::PyRuntimeError;
@@ -22,6 +22,16 @@ pub(crate) fn to_python(
     py: Python<'_>,
     result: Result<Convert, NativeError<Convert>>,
 ) -> (Settle, Py<PyAny>) {
+    // A closure that ran and returned after a cancel (a parent token's, a scope's) hands its
+    // value to Python as it returned it: asyncio has no stop that carries a value, and the
+    // closure decides what a stopped run returns. A stop with nothing returned cancels.
+    let result = match result {
+        Err(NativeError::Cancelled {
+            returned: Some(convert),
+            ..
+        }) => Ok(convert),
+        other => other,
+    };
     let err = match result {
         Ok(convert) => {
             return match tethered::catch_panic(|| convert(py)) {
@@ -33,8 +43,6 @@ pub(crate) fn to_python(
         Err(err) => err,
     };
     let outcome = match &err {
-        // Stopped, whether or not the closure ran and returned something after the cancel:
-        // for Python the awaited future is cancelled either way, with the reason.
         NativeError::Cancelled { reason, .. } => (
             Settle::Cancel,
             PyString::new(py, &reason.to_string()).into_any().unbind(),

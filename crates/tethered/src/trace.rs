@@ -46,9 +46,9 @@ impl JobSpan {
         self.event(|| tracing::debug!("native job spawned"));
     }
 
-    #[inline]
+    /// The job's token was cancelled (only the `tracing` feature records it).
+    #[cfg(feature = "tracing")]
     pub(crate) fn cancelled(&self, reason: &CancelReason) {
-        #[cfg(feature = "tracing")]
         self.event(|| tracing::debug!(%reason, "native job cancelled"));
     }
 

@@ -1,0 +1,226 @@
+//! The runner's side of a job: starting or skipping its closure, finishing it, and the
+//! completion of a job whose work runs elsewhere.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use super::{Handoff, Job, RunJob, Stage, State, Waiter, settle};
+use crate::completer::External;
+use crate::contain::{drop_contained, run_contained};
+use crate::error::{JobPanic, NativeError};
+use crate::reason::CancelReason;
+use crate::stats::Event;
+use crate::sync;
+use crate::thread_name::ThreadName;
+use crate::token::CancelToken;
+
+impl<T, F> Job<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    /// Takes the closure out of `Queued`, leaving `Running`; `None` if it was not queued.
+    pub(super) fn take_closure(&self, on_take: impl FnOnce(&mut State<T, F>)) -> Option<F> {
+        let mut state = sync::lock(&self.state);
+        if !matches!(state.stage, Stage::Queued(_)) {
+            // A runner runs once (`Runnable::run` takes `self`), and a cancel or a drop of the
+            // runner finds it started or finished: nothing to take.
+            return None;
+        }
+        let Stage::Queued(f) = std::mem::replace(&mut state.stage, Stage::Running) else {
+            unreachable!("checked under the same lock")
+        };
+        on_take(&mut state);
+        drop(state);
+        // Still counted as queued: the caller counts it dequeued once the closure was
+        // started or dropped (invariant 5), so work that a closure's drop hands on (a clean-up
+        // job it spawns) is counted before this job stops being counted.
+        Some(f)
+    }
+
+    /// Finishes a job whose closure will never run, with `reason`.
+    pub(super) fn skip(&self, f: F, reason: CancelReason) {
+        self.span.skipped(&reason);
+        drop_contained(f);
+        self.count(Event::Dequeued);
+        self.finish(Err(NativeError::cancelled(reason)));
+    }
+
+    /// Publishes `result` and wakes whoever waits for it.
+    ///
+    /// First the job's token is sealed: from here on a cancel is a no-op that says so (returns
+    /// `false`), so "finished" and "cancelled" are decided in one place, the token's flag. A
+    /// value whose seal lost to a cancel is what the closure returned after that cancel: the
+    /// handle gives it as `Cancelled { returned: Some(value) }`, whoever cancelled.
+    pub(super) fn finish(&self, result: Result<T, NativeError<T>>) {
+        let sealed = self.source.state.seal();
+        let result = match result {
+            Ok(value) if !sealed => Err(NativeError::Cancelled {
+                reason: self
+                    .source
+                    .state
+                    .reason()
+                    .unwrap_or(CancelReason::Requested),
+                returned: Some(value),
+            }),
+            other => other,
+        };
+        let mut state = sync::lock(&self.state);
+        // A plain job (no registrations of its own, no scope) publishes in this same critical
+        // section: the pool thread wakes the handle sooner.
+        if !state.guards.is_empty() || state.timer.is_some() || self.observer.is_some() {
+            // Deregisters the job's own callbacks before the result is published, so whoever
+            // sees the job finished also sees its registrations gone. One of them may be
+            // running right now (this finish may even come from inside it): a guard dropped
+            // inside its own callback returns at once, and one running elsewhere is waited
+            // for, with no lock of ours held.
+            let (guards, timer) = (std::mem::take(&mut state.guards), state.timer.take());
+            drop(state);
+            drop(guards);
+            drop(timer);
+            // The scope learns first, so that whoever sees the job finished (its handle
+            // resolved) also sees it gone from its scope's count.
+            if let Some(observer) = &self.observer {
+                observer.job_finished(self.id);
+            }
+            state = sync::lock(&self.state);
+        }
+        let (waker, sleepers, late_guards, unwanted) = {
+            // Moved in, so the lock is released at the end of this block.
+            let mut state = state;
+            let unwanted = if state.waiter == Waiter::Released {
+                state.stage = Stage::Consumed;
+                Some(result)
+            } else {
+                state.stage = Stage::Finished(result);
+                None
+            };
+            // Finished now: counted as cancelled if it was accepted before (else the
+            // acceptance counts it).
+            if state.handoff == Handoff::Accepted {
+                settle(&self.source, self.scope_counters());
+            }
+            if state.detached {
+                self.count(Event::DetachedFinished);
+            }
+            (
+                state.waker.take(),
+                state.sleepers,
+                std::mem::take(&mut state.guards),
+                unwanted,
+            )
+        };
+        // Nobody will take it: its drop (a panic payload's, a value's) is user code.
+        drop_contained(unwanted);
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
+        if let Some(waker) = waker {
+            run_contained(|| waker.wake());
+        }
+        // A guard kept while the first ones were being dropped.
+        drop(late_guards);
+    }
+}
+
+impl<T, F> RunJob for Job<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    fn run(&self) {
+        let Some(f) = self.take_closure(|_| {}) else {
+            return;
+        };
+        let token = self.source.token();
+        if let Some(reason) = token.reason() {
+            self.skip(f, reason);
+            return;
+        }
+        self.count(Event::Started);
+        self.count(Event::Dequeued);
+        let outcome = self.span.in_scope(|| {
+            // Named after the job while it runs, on whatever pool (restored when it returns).
+            let _named = self.options.name.as_deref().map(ThreadName::set);
+            catch_unwind(AssertUnwindSafe(|| f(token)))
+        });
+        self.count(Event::Returned);
+        let result = match outcome {
+            Ok(value) => {
+                #[cfg(feature = "tracing")]
+                self.trace_return();
+                Ok(value)
+            }
+            Err(payload) => {
+                self.count(Event::Panicked);
+                let panic = JobPanic::new(payload);
+                self.span.panicked(panic.message());
+                Err(NativeError::Panicked(panic))
+            }
+        };
+        self.finish(result);
+    }
+
+    fn drop_unrun(&self) {
+        let refused = |state: &mut State<T, F>| {
+            if state.handoff == Handoff::Offered {
+                state.handoff = Handoff::Refused;
+            }
+        };
+        let Some(f) = self.take_closure(refused) else {
+            return;
+        };
+        // A pool that drops the job shuts down (or refused it): whoever holds the job's token
+        // hears it. The token is the job's own, so a caller's token is never touched.
+        self.source.cancel(CancelReason::Shutdown);
+        drop_contained(f);
+        self.count(Event::Dequeued);
+        self.finish(Err(NativeError::cancelled(CancelReason::Shutdown)));
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.options.name.as_deref()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.source.is_cancelled()
+    }
+}
+
+impl<T: Send + 'static> Job<T, External<T>> {
+    /// Starts an external job: its placeholder closure is dropped, and the job counts as
+    /// running until [`complete`](Self::complete).
+    pub(crate) fn start_external(&self) {
+        if self.take_closure(|_| {}).is_some() {
+            self.count(Event::Started);
+            self.count(Event::Dequeued);
+        }
+    }
+
+    /// Finishes an external job: with `Some(value)` as a closure's return (the seal decides
+    /// whether a cancel came first), with `None` as stopped (the work was lost).
+    pub(crate) fn complete(&self, value: Option<T>) {
+        self.count(Event::Returned);
+        match value {
+            Some(value) => {
+                #[cfg(feature = "tracing")]
+                self.trace_return();
+                self.finish(Ok(value));
+            }
+            None => {
+                // The token's reason if it was cancelled; else the work was lost, which its
+                // token hears as a shutdown.
+                self.source.cancel(CancelReason::Shutdown);
+                let reason = self.source.state.reason().unwrap_or(CancelReason::Shutdown);
+                self.finish(Err(NativeError::cancelled(reason)));
+            }
+        }
+    }
+
+    pub(crate) fn token(&self) -> CancelToken {
+        self.source.token()
+    }
+
+    pub(crate) fn token_is_cancelled(&self) -> bool {
+        self.source.is_cancelled()
+    }
+}

@@ -212,3 +212,23 @@ impl Builder {
         AbortableNative::external(self.parent.as_ref(), self.options)
     }
 }
+
+impl AbortableNative<()> {
+    /// A [`Builder`] for a job (of any output type: the `()` here only names the function)
+    /// with a name, an abandon policy or an outer token, on the pool of your choosing.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelSource, ThreadSpawner};
+    ///
+    /// let request = CancelSource::new();
+    /// let job = AbortableNative::builder()
+    ///     .name("render-3")
+    ///     .child_of(&request.token())
+    ///     .spawn_on(&ThreadSpawner::new(), |token| token.is_cancelled())?;
+    /// assert_eq!(job.join_blocking()?, false);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+}

@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use crate::source::{CancelGuard, CancelSource};
 use crate::token::CancelToken;
+use crate::token::{CancelGuard, CancelSource};
 
 pin_project! {
     /// Wraps a future; if the wrapper is dropped before the inner future completed, it cancels

@@ -3,18 +3,9 @@
 
 use std::fmt;
 
-use crate::job::Job;
+use crate::job::{External, Job};
 use crate::sync::Arc;
 use crate::token::CancelToken;
-
-/// The closure type of an external job: a placeholder, taken out and dropped when the job
-/// starts, never called.
-pub(crate) type External<T> = fn(CancelToken) -> T;
-
-/// The placeholder closure of an external job.
-pub(crate) fn placeholder<T>() -> External<T> {
-    |_token| unreachable!("an external job's closure is never called")
-}
 
 /// Publishes the result of a job whose work runs elsewhere: the counterpart of its
 /// [`AbortableNative`](crate::AbortableNative) handle, made by

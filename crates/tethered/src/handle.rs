@@ -30,11 +30,14 @@ use crate::token::CancelToken;
 ///     steps
 /// });
 /// // Stop waiting at a signal (here one that is ready at once), but keep the handle...
-/// let waited = futures_executor::block_on((&mut job).cancel_when(std::future::ready(()), CancelReason::Timeout));
-/// assert!(waited.unwrap_err().cancel_reason() == Some(&CancelReason::Timeout));
-/// // ...then wait until the work has stopped, for what it returned.
-/// let stopped = futures_executor::block_on(job).unwrap_err();
-/// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+/// let signal = std::future::ready(());
+/// let result = match futures_executor::block_on((&mut job).cancel_when(signal, CancelReason::Timeout)) {
+///     // ...to wait, if the closure still ran, until it has stopped, for what it returned.
+///     Err(NativeError::Abandoned { .. }) => futures_executor::block_on(job),
+///     // (It had not started, or it stopped at once: that is its answer already.)
+///     answered => answered,
+/// };
+/// assert_eq!(result.unwrap_err().cancel_reason(), Some(&CancelReason::Timeout));
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tethered handle",

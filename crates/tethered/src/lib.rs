@@ -108,10 +108,9 @@
 //!   `false`), a job never cancels its caller's token or its siblings, and [`CancelWhen`]
 //!   (every adapter's `timeout`) never drops a result that was published.
 //! - A job cancelled before its closure started never runs its closure.
-//! - Callbacks run one at a time, in registration order, on the cancelling thread; one
-//!   registered while a cancel still runs earlier ones waits its turn there. Once the cancel
-//!   is over, a registration runs inline. A parent's callbacks run before its children are
-//!   cancelled.
+//! - Callbacks run one at a time, in registration order, on the cancelling thread, each at
+//!   most once; [`CancelToken::on_cancel`] states when a callback runs, in every state of its
+//!   token.
 //! - The token tree is stack-safe: cancel and drop walk it with loops, so a chain of a million
 //!   levels cancels and drops on a default 2 MiB stack. A token whose handles all went is
 //!   spliced out (its children move up to its parent), so a long-lived leaf keeps no dead
@@ -148,15 +147,12 @@ mod completer;
 mod contain;
 mod error;
 mod handle;
-mod idle;
 mod job;
 mod native;
 mod queue;
 mod reason;
 mod report;
 mod scope;
-mod shutdown;
-mod source;
 mod spawner;
 mod state;
 mod stats;
@@ -178,15 +174,12 @@ pub use completer::Completer;
 pub use contain::{catch_panic, drop_contained};
 pub use error::{JobPanic, NativeError, SpawnError};
 pub use handle::Tethered;
-pub use idle::WaitIdle;
 pub use native::{AbortHandle, AbortableNative, CancelAndJoin};
 pub use reason::{CancelReason, Cancelled};
 pub use report::{ShutdownReport, Straggler};
-pub use scope::NativeScope;
-pub use shutdown::ScopeShutdown;
-pub use source::{CancelGuard, CancelSource};
+pub use scope::{NativeScope, ScopeShutdown, WaitIdle};
 pub use spawner::{Runnable, Spawner, ThreadSpawner};
 pub use stats::{NativeStats, stats};
-pub use token::CancelToken;
+pub use token::{CancelGuard, CancelSource, CancelToken};
 pub use until::RunUntilCancelled;
 pub use wait::WaitCancelled;

@@ -8,9 +8,9 @@ use crate::callback::CallbackGuard;
 use crate::contain::drop_contained;
 use crate::error::{NativeError, SpawnError};
 use crate::reason::CancelReason;
-use crate::source::CancelSource;
 use crate::stats::Event;
 use crate::sync::{self, Arc};
+use crate::token::CancelSource;
 use crate::token::CancelToken;
 
 impl<T, F> JobControl for Job<T, F>
@@ -136,8 +136,9 @@ where
                 Poll::Ready(result)
             }
             Stage::Consumed => panic!(
-                "`AbortableNative` polled after it completed (in a loop of `select!`, disable the \
-                 branch once it has completed, or fuse the future)"
+                "`AbortableNative` polled after it gave its result (after a `timeout(d, &mut job)` \
+                 that answered with the job's own result, await the job only on `Abandoned`; \
+                 in a loop of `select!`, disable the branch once it has completed)"
             ),
             Stage::Queued(_) | Stage::Running => {
                 if let Waiter::Abandoned(grace) = state.waiter {

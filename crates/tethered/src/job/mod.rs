@@ -77,9 +77,9 @@ use std::time::Duration;
 
 use crate::callback::CallbackGuard;
 use crate::error::{NativeError, SpawnError};
-use crate::source::CancelSource;
 use crate::stats::{self, Counters, Event};
 use crate::sync::{Arc, Condvar, Mutex};
+use crate::token::CancelSource;
 use crate::token::CancelToken;
 use crate::trace::JobSpan;
 
@@ -225,6 +225,15 @@ pub(crate) trait JobHandle<T>: JobControl {
     /// crate's `rust-version`).
     fn control(self: Arc<Self>) -> Arc<dyn JobControl>;
     fn join_blocking(&self) -> Result<T, NativeError<T>>;
+}
+
+/// The closure type of a job whose work runs elsewhere (see `Builder::external`): a
+/// placeholder, taken out and dropped when the job starts, never called.
+pub(crate) type External<T> = fn(CancelToken) -> T;
+
+/// The placeholder closure of an external job.
+pub(crate) fn external_placeholder<T>() -> External<T> {
+    |_token| unreachable!("an external job's closure is never called")
 }
 
 /// Ids for jobs, unique within the process.

@@ -3,8 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::{Handoff, Job, RunJob, Stage, State, Waiter, settle};
-use crate::completer::External;
+use super::{External, Handoff, Job, RunJob, Stage, State, Waiter, settle};
 use crate::contain::{drop_contained, run_contained};
 use crate::error::{JobPanic, NativeError};
 use crate::reason::CancelReason;

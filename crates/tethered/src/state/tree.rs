@@ -33,7 +33,7 @@
 //! token's, locks the parent, locks the token again, and checks the parent is still the same.
 //! No path holds two siblings' locks at once.
 
-use super::{ACTIVE, CANCELLED, SEALED, Shared, TokenRef, TokenState};
+use super::{ACTIVE, CANCELLED_BIT, SEALED, Shared, TokenRef, TokenState};
 use crate::sync::{self, Arc, Ordering, Weak};
 
 /// A child's index in its parent's `children`, in four bytes: `u32::MAX` for none (not linked,
@@ -229,7 +229,7 @@ impl TokenState {
             ACTIVE => {}
             // The parent's cancel took its children out already and is walking to this one,
             // which is cancelled (and its links cut) in its turn.
-            CANCELLED => return Splice::Done,
+            flag if flag & CANCELLED_BIT != 0 => return Splice::Done,
             // The parent cuts its children loose (`seal`); this one leaves first.
             _ => {
                 released.extend(me.parent.take());

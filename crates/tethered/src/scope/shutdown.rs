@@ -6,10 +6,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use super::ScopeState;
+use super::idle::WaitIdle;
 use crate::contain::drop_contained;
-use crate::idle::WaitIdle;
-use crate::report::ShutdownReport;
-use crate::scope::ScopeState;
+use crate::job::JobControl;
+use crate::report::{ShutdownReport, Straggler};
 use crate::sync::{self, Arc, DataMutex};
 
 /// Resolves to the [`ShutdownReport`]; made by [`NativeScope::shutdown`](crate::NativeScope::shutdown).
@@ -123,5 +124,38 @@ impl fmt::Debug for ScopeShutdown {
             .field("grace", &self.grace)
             .field("cancelled", &self.cancelled)
             .finish_non_exhaustive()
+    }
+}
+
+impl ScopeState {
+    pub(super) fn report(
+        &self,
+        started: Instant,
+        grace: Duration,
+        cancelled: usize,
+    ) -> ShutdownReport {
+        let mut left: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
+            .jobs
+            .values()
+            .map(|entry| entry.job.clone())
+            .collect();
+        // In spawn order, as a reader of the report expects.
+        left.sort_by_key(|job| job.id());
+        let mut stragglers = Vec::new();
+        for job in left {
+            if job.mark_detached() {
+                stragglers.push(Straggler {
+                    id: job.id(),
+                    name: job.name().map(Arc::from),
+                });
+            }
+        }
+        ShutdownReport {
+            cancelled,
+            returned: cancelled.saturating_sub(stragglers.len()),
+            stragglers,
+            grace,
+            elapsed: started.elapsed(),
+        }
     }
 }

@@ -1,6 +1,34 @@
 //! [`NativeScope`]: a group of native jobs that is cancelled, counted, bounded and shut down
 //! together.
 //!
+//! # Lifecycle
+//!
+//! What the scope takes is one enum, [`Lifecycle`]:
+//!
+//! ```text
+//!         outer token cancelled (`child_of`)
+//!  Open ─────────────────────────────────────▶ OuterCancelled
+//!    │                                               │
+//!    │ shutdown / drop                               │ shutdown / drop
+//!    └──────────────────────▶ Closed ◀───────────────┘
+//! ```
+//!
+//! - `Open`: takes jobs; `cancel_all` cancels the current generation and swaps in a fresh one.
+//! - `OuterCancelled`: takes jobs, which start cancelled: the generation stays cancelled.
+//! - `Closed`: takes no job (`SpawnError::ScopeClosed`); its jobs were cancelled with
+//!   `Shutdown`.
+//!
+//! One flag stays beside it, `dispatching`: a thread is handing waiting jobs to the spawner,
+//! and others leave that to it. It is a mutual exclusion for the dispatch loop, held for a
+//! moment in any state (a closed scope still frees slots as its cancelled jobs finish), not a
+//! step of the lifecycle.
+//!
+//! # Files
+//!
+//! This file holds the scope's API and its shared state; `spawn.rs` starts a job in it,
+//! `slots.rs` is the slot limiter and a finished job's bookkeeping, `cancel.rs` cancels its
+//! jobs, `idle.rs` waits for it to be empty, `shutdown.rs` shuts it down with a report.
+//!
 //! # Invariants
 //!
 //! 1. `jobs` holds exactly the scope's unfinished jobs: a job is inserted when it is spawned
@@ -20,10 +48,19 @@
 //!    finishes at once (its own cancel callback skips it), and its `job_finished` removes it
 //!    from `pending` by key in O(1) (`queue.rs`): no scan, so cancelling n waiting jobs costs
 //!    O(n).
-//! 5. Once `closed`, nothing is added to `jobs`.
+//! 5. Once `Closed`, nothing is added to `jobs`.
 //! 6. No user code (spawner, runnable, closure drop, waker) runs while `inner` is locked; the
 //!    scope's lock and a job's lock are never held together, and no token's lock is taken
 //!    while `inner` is held.
+
+mod cancel;
+mod idle;
+mod shutdown;
+mod slots;
+mod spawn;
+
+pub use idle::WaitIdle;
+pub use shutdown::ScopeShutdown;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -31,19 +68,16 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::callback::CallbackGuard;
-use crate::contain::drop_contained;
 use crate::error::SpawnError;
-use crate::idle::WaitIdle;
-use crate::job::{FinishObserver, JobControl, JobOptions};
+use crate::job::{JobControl, JobOptions};
 use crate::native::AbortableNative;
 use crate::queue::WaitQueue;
 use crate::reason::CancelReason;
-use crate::report::{ShutdownReport, Straggler};
-use crate::shutdown::ScopeShutdown;
-use crate::source::CancelSource;
-use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
+use crate::report::ShutdownReport;
+use crate::spawner::{Runnable, Spawner, ThreadSpawner};
 use crate::stats::{Counters, NativeStats};
 use crate::sync::{self, Arc, Condvar, Mutex};
+use crate::token::CancelSource;
 use crate::token::CancelToken;
 
 /// A group of native jobs: spawned through one [`Spawner`], cancelled together, counted, and
@@ -89,18 +123,26 @@ struct Inner {
     jobs: HashMap<u64, Entry>,
     /// The token every job spawned now is a child of (invariant 2).
     generation: CancelSource,
-    /// An outer token cancelled the scope: the generation stays cancelled.
-    outer_cancelled: bool,
+    /// What the scope takes (see the module docs).
+    lifecycle: Lifecycle,
     /// The link to an outer token (`child_of`).
     outer: Option<CallbackGuard>,
     holding_slot: usize,
     max_running: Option<usize>,
     pending: WaitQueue<(u64, Runnable)>,
-    closed: bool,
-    /// A thread is handing pending runnables out; others leave it to that thread.
-    draining: bool,
+    /// A thread is handing pending runnables out; others leave it to that thread (see the
+    /// module docs: a mutual exclusion, not a state).
+    dispatching: bool,
     next_waker: u64,
     idle_wakers: BTreeMap<u64, Waker>,
+}
+
+/// What the scope takes (see the module docs).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Lifecycle {
+    Open,
+    OuterCancelled,
+    Closed,
 }
 
 struct Entry {
@@ -135,13 +177,12 @@ impl NativeScope {
                 inner: Mutex::new(Inner {
                     jobs: HashMap::new(),
                     generation: CancelSource::new(),
-                    outer_cancelled: false,
+                    lifecycle: Lifecycle::Open,
                     outer: None,
                     holding_slot: 0,
                     max_running: None,
                     pending: WaitQueue::new(),
-                    closed: false,
-                    draining: false,
+                    dispatching: false,
                     next_waker: 0,
                     idle_wakers: BTreeMap::new(),
                 }),
@@ -226,79 +267,6 @@ impl NativeScope {
         self.spawn_with(None, JobOptions::default(), f)
     }
 
-    pub(crate) fn spawn_with<T, F>(
-        &self,
-        parent: Option<&CancelToken>,
-        options: JobOptions,
-        f: F,
-    ) -> Result<AbortableNative<T>, SpawnError>
-    where
-        T: Send + 'static,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let generation = sync::lock(&self.state.inner).generation.token();
-        let observer: Arc<dyn FinishObserver> = self.state.clone();
-        let (job, runnable) =
-            AbortableNative::prepare(Some(&generation), options, Some(observer), f);
-        drop(generation);
-        if let Some(parent) = parent {
-            // A second parent, besides the scope's: linked by a callback that the job drops
-            // when it finishes.
-            let source = job.source().clone();
-            let link = parent.on_cancel(move |reason| {
-                source.cancel(reason.clone());
-            });
-            job.keep_guard(link);
-            // The second parent's deadline, as of now, is the job's too.
-            if let Some(deadline) = parent.deadline() {
-                job.source().state.record_deadline(deadline);
-            }
-        }
-        let id = job.id();
-        let submit_now = {
-            let mut inner = sync::lock(&self.state.inner);
-            if inner.closed {
-                drop(inner);
-                // Dropping the runnable finishes the job unrun; the scope never saw it.
-                drop(runnable);
-                return Err(SpawnError::ScopeClosed);
-            }
-            let holds_slot = inner.has_free_slot();
-            let control: Arc<dyn JobControl> = job.clone();
-            let (pending, submit_now) = if holds_slot {
-                inner.holding_slot += 1;
-                (None, Some(runnable))
-            } else {
-                (Some(inner.pending.push_back((id, runnable))), None)
-            };
-            inner.jobs.insert(
-                id,
-                Entry {
-                    job: control,
-                    holds_slot,
-                    pending,
-                },
-            );
-            submit_now
-        };
-        if let Some(runnable) = submit_now {
-            if let Err(err) = submit(&*self.state.spawner, runnable) {
-                // Refused: the job finishes unrun at once (and leaves the scope), so a spawner
-                // that returned `Err` but kept the task only finds it finished.
-                job.source().cancel(CancelReason::Shutdown);
-                job.finish_if_queued();
-                return Err(err);
-            }
-        }
-        let handle = AbortableNative::accepted(job.clone(), &*self.state.spawner)?;
-        // A cancel that came before the job was accepted (while it was being handed out)
-        // left a waiting job in place: it leaves now, rather than when a slot frees.
-        if job.source().is_cancelled() {
-            job.finish_if_queued();
-        }
-        Ok(handle)
-    }
-
     /// The scope's unfinished jobs: waiting for a slot, queued in the spawner, or running
     /// (including stragglers left running by a shutdown).
     pub fn len(&self) -> usize {
@@ -312,7 +280,7 @@ impl NativeScope {
 
     /// Whether the scope was shut down (or is being dropped) and takes no new jobs.
     pub fn is_closed(&self) -> bool {
-        sync::lock(&self.state.inner).closed
+        sync::lock(&self.state.inner).lifecycle == Lifecycle::Closed
     }
 
     /// The scope's own counts: its jobs running, queued (in the spawner or waiting for a
@@ -434,179 +402,7 @@ impl fmt::Debug for NativeScope {
             .field("jobs", &inner.jobs.len())
             .field("waiting_for_a_slot", &inner.pending.len())
             .field("max_running", &inner.max_running)
-            .field("closed", &inner.closed)
+            .field("lifecycle", &inner.lifecycle)
             .finish()
-    }
-}
-
-impl Inner {
-    fn has_free_slot(&self) -> bool {
-        self.max_running.is_none_or(|max| self.holding_slot < max)
-    }
-
-    fn take_idle_wakers(&mut self) -> Vec<Waker> {
-        if self.jobs.is_empty() {
-            std::mem::take(&mut self.idle_wakers)
-                .into_values()
-                .collect()
-        } else {
-            Vec::new()
-        }
-    }
-}
-
-impl ScopeState {
-    fn close_and_cancel(&self) -> usize {
-        let count = {
-            let mut inner = sync::lock(&self.inner);
-            inner.closed = true;
-            inner.jobs.len()
-        };
-        self.cancel_all(CancelReason::Shutdown);
-        count
-    }
-
-    /// One cancel of the current generation (invariant 2); later jobs get a fresh one.
-    fn cancel_all(&self, reason: CancelReason) {
-        let generation = {
-            let mut inner = sync::lock(&self.inner);
-            if inner.outer_cancelled {
-                inner.generation.clone()
-            } else {
-                std::mem::take(&mut inner.generation)
-            }
-        };
-        generation.cancel(reason);
-        drop(generation);
-        self.drain();
-    }
-
-    /// The outer token was cancelled: so is every job, now and later (invariant 2).
-    fn outer_cancelled(&self, reason: &CancelReason) {
-        let generation = {
-            let mut inner = sync::lock(&self.inner);
-            inner.outer_cancelled = true;
-            inner.generation.clone()
-        };
-        generation.cancel(reason.clone());
-        drop(generation);
-        self.drain();
-    }
-
-    /// Hands waiting runnables to the spawner while slots are free, oldest first.
-    pub(crate) fn drain(&self) {
-        loop {
-            let runnable = {
-                let mut inner = sync::lock(&self.inner);
-                if inner.draining || !inner.has_free_slot() {
-                    return;
-                }
-                let Some((id, runnable)) = inner.pending.pop_front() else {
-                    return;
-                };
-                if let Some(entry) = inner.jobs.get_mut(&id) {
-                    entry.pending = None;
-                    entry.holds_slot = true;
-                    inner.holding_slot += 1;
-                }
-                inner.draining = true;
-                runnable
-            };
-            // A refusal (or a spawner's panic) dropped the runnable: its job finished with
-            // `Cancelled(Shutdown)`, which its handle reports, and freed its slot.
-            let _ = submit(&*self.spawner, runnable);
-            sync::lock(&self.inner).draining = false;
-        }
-    }
-
-    pub(crate) fn report(
-        &self,
-        started: Instant,
-        grace: Duration,
-        cancelled: usize,
-    ) -> ShutdownReport {
-        let mut left: Vec<Arc<dyn JobControl>> = sync::lock(&self.inner)
-            .jobs
-            .values()
-            .map(|entry| entry.job.clone())
-            .collect();
-        // In spawn order, as a reader of the report expects.
-        left.sort_by_key(|job| job.id());
-        let mut stragglers = Vec::new();
-        for job in left {
-            if job.mark_detached() {
-                stragglers.push(Straggler {
-                    id: job.id(),
-                    name: job.name().map(Arc::from),
-                });
-            }
-        }
-        ShutdownReport {
-            cancelled,
-            returned: cancelled.saturating_sub(stragglers.len()),
-            stragglers,
-            grace,
-            elapsed: started.elapsed(),
-        }
-    }
-
-    /// For [`WaitIdle`]: `true` if the scope is idle (and forgets `key`'s waker); otherwise
-    /// stores `waker` under `key` to be woken when it becomes idle.
-    pub(crate) fn poll_idle(&self, key: &mut Option<u64>, waker: &Waker) -> bool {
-        let mut inner = sync::lock(&self.inner);
-        if inner.jobs.is_empty() {
-            let old = key.take().and_then(|key| inner.idle_wakers.remove(&key));
-            drop(inner);
-            drop_contained(old);
-            return true;
-        }
-        let key = *key.get_or_insert_with(|| {
-            inner.next_waker += 1;
-            inner.next_waker
-        });
-        let replaced = inner.idle_wakers.insert(key, waker.clone());
-        drop(inner);
-        // A waker's drop is foreign code: never under the scope's lock (invariant 6).
-        drop_contained(replaced);
-        false
-    }
-
-    /// Forgets the idle waker under `key` (its `WaitIdle` was dropped).
-    pub(crate) fn forget_idle_waker(&self, key: u64) {
-        let waker = sync::lock(&self.inner).idle_wakers.remove(&key);
-        drop_contained(waker);
-    }
-}
-
-impl FinishObserver for ScopeState {
-    fn job_finished(&self, id: u64) {
-        let (wakers, unrun) = {
-            let mut inner = sync::lock(&self.inner);
-            let mut unrun = None;
-            if let Some(entry) = inner.jobs.remove(&id) {
-                if entry.holds_slot {
-                    inner.holding_slot -= 1;
-                }
-                // A waiting job that finished (cancelled): its runnable leaves by key.
-                if let Some(key) = entry.pending {
-                    unrun = inner.pending.remove(key);
-                }
-            }
-            let wakers = inner.take_idle_wakers();
-            if inner.jobs.is_empty() {
-                self.idle.notify_all();
-            }
-            (wakers, unrun)
-        };
-        // Its job has finished: dropping the runnable does nothing but let go of the job.
-        drop(unrun);
-        for waker in wakers {
-            crate::contain::run_contained(|| waker.wake());
-        }
-        self.drain();
-    }
-
-    fn counters(&self) -> &Counters {
-        &self.counters
     }
 }

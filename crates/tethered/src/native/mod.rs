@@ -1,4 +1,11 @@
 //! [`AbortableNative`]: the handle to a job on a native thread, tethered to its awaiter.
+//!
+//! `start.rs` makes jobs; `abort_handle.rs` cancels one from elsewhere.
+
+mod abort_handle;
+mod start;
+
+pub use abort_handle::AbortHandle;
 
 use crate::sync::Arc;
 use std::fmt;
@@ -6,13 +13,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::builder::Builder;
-use crate::completer::{self, Completer};
-use crate::error::{NativeError, SpawnError};
-use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions};
+use crate::error::NativeError;
+use crate::job::{JobControl, JobHandle};
 use crate::reason::CancelReason;
-use crate::source::CancelSource;
-use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::state::TokenState;
 use crate::token::CancelToken;
 
@@ -65,219 +68,6 @@ pub struct AbortableNative<T> {
     token: CancelToken,
     /// The job's name, kept for `Debug` after the job was joined.
     name: Option<Arc<str>>,
-}
-
-impl<T: Send + 'static> AbortableNative<T> {
-    /// Runs `f` on a new `std` thread of its own: a thread per job.
-    ///
-    /// For a program with no async runtime, a test, or a few long jobs. A server, or anything
-    /// that starts many jobs, runs them on a pool instead: an adapter's `spawn_native`
-    /// (`tethered_tokio::spawn_native` on tokio's blocking pool) or a
-    /// [`NativeScope`](crate::NativeScope). To name the thread, give it a parent token or an
-    /// abandon policy, use [`AbortableNative::builder`] and
-    /// [`spawn_on`](crate::Builder::spawn_on) with a [`ThreadSpawner`].
-    ///
-    /// # Panics
-    ///
-    /// Only where [`std::thread::spawn`] would: if the OS cannot start a thread. Use
-    /// [`Builder::spawn_on`](crate::Builder::spawn_on) with a [`ThreadSpawner`] to get the
-    /// error instead.
-    ///
-    /// ```
-    /// let job = tethered::AbortableNative::spawn(|_token| "done");
-    /// assert_eq!(futures_executor::block_on(job).unwrap(), "done");
-    /// ```
-    pub fn spawn<F>(f: F) -> Self
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        Self::spawn_with(&ThreadSpawner::new(), None, JobOptions::default(), None, f)
-            .unwrap_or_else(|err| panic!("failed to spawn thread: {err}"))
-    }
-
-    /// A handle that has already finished as stopped before it ran:
-    /// `Err(NativeError::Cancelled { reason, returned: None })`, counted in
-    /// [`stats()`](crate::stats) as a job spawned and cancelled.
-    ///
-    /// For an entry point that cannot return an error, whose spawner refused the job: every
-    /// adapter's `spawn_native` hands out `AbortableNative::cancelled(CancelReason::Shutdown)`
-    /// once its runtime shuts down (through [`or_cancelled`](Self::or_cancelled)), as tokio's
-    /// own `spawn_blocking` handle then resolves to a cancelled `JoinError`.
-    ///
-    /// ```
-    /// use tethered::{AbortableNative, CancelReason, NativeError};
-    ///
-    /// let job = AbortableNative::<u32>::cancelled(CancelReason::Shutdown);
-    /// assert!(job.is_finished());
-    /// assert!(matches!(
-    ///     job.join_blocking(),
-    ///     Err(NativeError::Cancelled { reason: CancelReason::Shutdown, returned: None })
-    /// ));
-    /// ```
-    pub fn cancelled(reason: CancelReason) -> Self {
-        let (job, task) = Self::prepare(None, JobOptions::default(), None, |_| {
-            unreachable!("a job made cancelled never runs its closure")
-        });
-        job.source().cancel(reason);
-        job.finish_if_queued();
-        job.accept_refused();
-        // Dropping the task now only finds the job finished.
-        drop(task);
-        Self::handle(job)
-    }
-
-    /// The handle an entry point that cannot return an error hands out: the spawned job, or,
-    /// if a pool that shuts down refused it ([`SpawnError::Shutdown`], [`SpawnError::Rejected`],
-    /// [`SpawnError::ScopeClosed`]), a handle already stopped with
-    /// [`CancelReason::Shutdown`] ([`AbortableNative::cancelled`]). Every adapter's
-    /// `spawn_native` ends with it, so a `Drop` that schedules clean-up while its runtime
-    /// shuts down cannot abort the process.
-    ///
-    /// # Panics
-    ///
-    /// On any other error, with its message: no runtime ([`SpawnError::NoRuntime`]), no
-    /// thread from the OS ([`SpawnError::Thread`]), a spawner's own error. `spawn_blocking`
-    /// and `std::thread::spawn` panic there too.
-    ///
-    /// ```
-    /// use tethered::{AbortableNative, CancelReason, NativeError, Runnable, SpawnError, Spawner};
-    ///
-    /// struct Closed;
-    /// impl Spawner for Closed {
-    ///     fn spawn(&self, _task: Runnable) -> Result<(), SpawnError> {
-    ///         Err(SpawnError::shutdown("example pool"))
-    ///     }
-    /// }
-    ///
-    /// let job = AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&Closed, |_| 1));
-    /// let err = job.join_blocking().unwrap_err();
-    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown));
-    /// ```
-    #[track_caller]
-    pub fn or_cancelled(spawned: Result<Self, SpawnError>) -> Self {
-        match spawned {
-            Ok(job) => job,
-            Err(SpawnError::Shutdown { .. } | SpawnError::Rejected | SpawnError::ScopeClosed) => {
-                Self::cancelled(CancelReason::Shutdown)
-            }
-            Err(err) => panic!("{err}"),
-        }
-    }
-
-    /// The one way a job is made: `Builder` and `NativeScope` come through here too.
-    pub(crate) fn spawn_with<S, F>(
-        spawner: &S,
-        parent: Option<&CancelToken>,
-        options: JobOptions,
-        observer: Option<Arc<dyn FinishObserver>>,
-        f: F,
-    ) -> Result<Self, SpawnError>
-    where
-        S: Spawner + ?Sized,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let (job, task) = Self::prepare(parent, options, observer, f);
-        if let Err(err) = submit(spawner, task) {
-            // Refused: the job finishes unrun at once, so a spawner that returned `Err` but
-            // kept the task (and runs it later) only finds it finished.
-            job.source().cancel(CancelReason::Shutdown);
-            job.finish_if_queued();
-            return Err(err);
-        }
-        Self::accepted(job, spawner)
-    }
-
-    /// Makes the job and its task, before any spawner sees it. The job's token is its own: a
-    /// child of `parent`, if given.
-    pub(crate) fn prepare<F>(
-        parent: Option<&CancelToken>,
-        options: JobOptions,
-        observer: Option<Arc<dyn FinishObserver>>,
-        f: F,
-    ) -> (Arc<Job<T, F>>, Runnable)
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let job = Self::make(parent, options, observer, f);
-        let task = Runnable::new(job.clone());
-        (job, task)
-    }
-
-    /// Makes a job and registers what it needs on its token.
-    fn make<F>(
-        parent: Option<&CancelToken>,
-        mut options: JobOptions,
-        observer: Option<Arc<dyn FinishObserver>>,
-        f: F,
-    ) -> Arc<Job<T, F>>
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        options.has_parent = parent.is_some();
-        let source = parent.map_or_else(CancelSource::new, CancelToken::child);
-        let job = Arc::new(Job::new(f, source, options, observer));
-        job.watch();
-        job
-    }
-
-    /// A job whose work runs elsewhere, started at once: its handle, and the [`Completer`]
-    /// that publishes its result.
-    pub(crate) fn external(
-        parent: Option<&CancelToken>,
-        options: JobOptions,
-    ) -> (Self, Completer<T>) {
-        let job = Self::make(parent, options, None, completer::placeholder());
-        job.start_external();
-        job.accept()
-            .expect("a job that no spawner saw cannot have been refused");
-        let completer = Completer::new(job.clone());
-        (Self::handle(job), completer)
-    }
-
-    /// The handle of a job whose task a spawner accepted (or a scope queued).
-    pub(crate) fn accepted<S, F>(job: Arc<Job<T, F>>, spawner: &S) -> Result<Self, SpawnError>
-    where
-        S: Spawner + ?Sized,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        // `accept` fails only when the spawner dropped the task while spawning it.
-        job.accept().map_err(|_| spawner.refused())?;
-        Ok(Self::handle(job))
-    }
-
-    /// The handle of `job`.
-    fn handle<F>(job: Arc<Job<T, F>>) -> Self
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let token = job.source().token();
-        AbortableNative {
-            job: Some(job),
-            token,
-            name: None,
-        }
-        .named()
-    }
-}
-
-impl AbortableNative<()> {
-    /// A [`Builder`] for a job (of any output type: the `()` here only names the function)
-    /// with a name, an abandon policy or an outer token, on the pool of your choosing.
-    ///
-    /// ```
-    /// use tethered::{AbortableNative, CancelSource, ThreadSpawner};
-    ///
-    /// let request = CancelSource::new();
-    /// let job = AbortableNative::builder()
-    ///     .name("render-3")
-    ///     .child_of(&request.token())
-    ///     .spawn_on(&ThreadSpawner::new(), |token| token.is_cancelled())?;
-    /// assert_eq!(job.join_blocking()?, false);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn builder() -> Builder {
-        Builder::new()
-    }
 }
 
 impl<T> AbortableNative<T> {
@@ -505,8 +295,9 @@ impl<T> Future for AbortableNative<T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let job = self.job.as_ref().expect(
-            "`AbortableNative` polled after it completed (in a loop of `select!`, disable \
-                 the branch once it has completed, or fuse the future)",
+            "`AbortableNative` polled after it gave its result (after a `timeout(d, &mut job)` \
+                 that answered with the job's own result, await the job only on `Abandoned`; \
+                 in a loop of `select!`, disable the branch once it has completed)",
         );
         let result = std::task::ready!(job.poll_result(cx));
         self.job = None;
@@ -538,52 +329,6 @@ impl<T> fmt::Debug for AbortableNative<T> {
     }
 }
 
-/// Cancels one job from anywhere, without owning its result; made by
-/// [`AbortableNative::abort_handle`]. Cloning is cheap (two reference counts), and it keeps
-/// neither the job nor its result alive.
-#[derive(Clone)]
-pub struct AbortHandle {
-    token: CancelToken,
-    job: Option<crate::sync::Weak<dyn JobControl>>,
-}
-
-impl AbortHandle {
-    /// Cancels the job with `reason`, as [`AbortableNative::cancel`] does: `true` if this
-    /// call cancelled it, `false` if it was cancelled already or has finished.
-    ///
-    /// ```
-    /// use tethered::{AbortableNative, CancelReason};
-    ///
-    /// let job = AbortableNative::spawn(|_| 5);
-    /// let abort = job.abort_handle();
-    /// assert_eq!(job.join_blocking().unwrap(), 5);
-    /// assert!(!abort.cancel(CancelReason::Requested)); // finished: nothing to cancel
-    /// ```
-    pub fn cancel(&self, reason: CancelReason) -> bool {
-        // A job nobody holds any more has finished: its sealed token makes this a no-op.
-        let job = self.job.as_ref().and_then(|job| job.upgrade());
-        cancel_job(&self.token.state, job.as_deref(), reason)
-    }
-
-    /// Cancels with [`CancelReason::Requested`]; see [`cancel`](Self::cancel).
-    pub fn abort(&self) -> bool {
-        self.cancel(CancelReason::Requested)
-    }
-
-    /// Whether the job has finished (or its handle resolved and let go of it).
-    pub fn is_finished(&self) -> bool {
-        self.job
-            .as_ref()
-            .and_then(|job| job.upgrade())
-            .is_none_or(|job| job.is_finished())
-    }
-
-    /// A token of the job: cancelled when the job is.
-    pub fn token(&self) -> CancelToken {
-        self.token.clone()
-    }
-}
-
 /// Cancels a job from outside (its handle, an abort handle, their drops): `true` only if this
 /// call cancelled it.
 ///
@@ -604,15 +349,6 @@ where
         job.finish_if_queued();
     }
     true
-}
-
-impl fmt::Debug for AbortHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AbortHandle")
-            .field("finished", &self.is_finished())
-            .field("cancelled", &self.token.is_cancelled())
-            .finish()
-    }
 }
 
 /// Resolves once a cancelled job's closure has returned; made by

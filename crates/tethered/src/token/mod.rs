@@ -1,11 +1,15 @@
-//! [`CancelToken`]: the observer side, handed to native code.
+//! [`CancelToken`]: the observer side, handed to native code; its owner side,
+//! [`CancelSource`], is in `source.rs`.
+
+mod source;
+
+pub use source::{CancelGuard, CancelSource};
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::callback::CallbackGuard;
 use crate::reason::{CancelReason, Cancelled};
-use crate::source::CancelSource;
 use crate::state::{Callback, CancelHook, Registered, TokenRef, TokenState};
 use crate::sync::Weak;
 use crate::wait::WaitCancelled;
@@ -145,15 +149,21 @@ impl CancelToken {
     /// Registers `callback` to run when the token is cancelled: push-style cancellation for code
     /// that cannot poll (kill a child process, bump a wasm engine's epoch, close a socket).
     ///
-    /// - The callback runs at most once.
-    /// - If the token is already cancelled, it runs right here, before `on_cancel` returns.
-    /// - Otherwise it runs synchronously on the thread that cancels, inside
-    ///   [`CancelSource::cancel`], after the flag is set and waiters are woken, with no lock of
-    ///   this crate held: it may call any method of any token, register callbacks, drop guards.
-    ///   Callbacks run one after another in the order they were registered. One registered
-    ///   while a cancel still runs earlier callbacks waits its turn and runs after them, on the
-    ///   cancelling thread, before `cancel` returns; once the cancel is over, a registration
-    ///   runs inline. A parent's callbacks run before its children are cancelled.
+    /// This is the one statement of when a callback runs; the crate's other docs point here.
+    ///
+    /// - The callback runs at most once, with no lock of this crate held: it may call any
+    ///   method of any token, register callbacks, drop guards.
+    /// - When it runs depends on the token's state at the moment of registration:
+    ///   - **not cancelled**: on the thread that cancels, inside [`CancelSource::cancel`] (or
+    ///     the cancel of an ancestor), after the flag is set and waiters are woken. Callbacks
+    ///     run one after another in registration order, and a parent's callbacks run before its
+    ///     children are cancelled.
+    ///   - **being cancelled** (the cancelling thread is still running earlier callbacks):
+    ///     it joins the end of that line and runs on the cancelling thread, after them, before
+    ///     that `cancel` returns; `on_cancel` itself returns without waiting for it.
+    ///   - **cancelled** (every callback has run): right here, before `on_cancel` returns.
+    ///   - **never to be cancelled** ([`never`](Self::never), a finished job's sealed token):
+    ///     dropped at once, unrun.
     /// - Dropping the returned [`CallbackGuard`] deregisters the callback. If the callback is
     ///   running on another thread at that moment, the drop waits until it has returned, so the
     ///   callback may borrow state its owner frees right after dropping the guard. Dropping the
@@ -162,8 +172,6 @@ impl CancelToken {
     ///   the guard at once may deregister the callback before its turn, and then it never runs.
     ///   [`arm`](Self::arm) wraps this pattern for a resource and says (with
     ///   [`Armed::fired`](crate::Armed::fired)) whether its action ran.
-    /// - On a token that can never be cancelled ([`never`](Self::never), a finished job's
-    ///   sealed token) the callback is dropped at once, unrun.
     /// - A panic in a callback is caught where the callback runs. The panic hook reports it as
     ///   usual (by default a message on stderr); the payload is dropped; the other callbacks
     ///   still run; the token stays cancelled with its reason and keeps working; and

@@ -2,9 +2,9 @@
 
 use std::fmt;
 
+use super::CancelToken;
 use crate::reason::CancelReason;
 use crate::state::{TokenRef, TokenState};
-use crate::token::CancelToken;
 
 /// The owner side of a cancellation: hands out [`CancelToken`]s and cancels them.
 ///

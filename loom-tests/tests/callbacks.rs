@@ -32,6 +32,47 @@ fn callback_registered_during_a_cancel_runs_exactly_once() {
     });
 }
 
+/// A callback registered while the cancel still runs an earlier one (the token is
+/// `CANCELLING`) waits its turn: it never runs beside the earlier callback, nor before it, and
+/// it runs exactly once.
+#[test]
+fn callback_registered_while_a_cancel_runs_callbacks_waits_its_turn() {
+    model("on_cancel_during_cancelling", || {
+        let source = CancelSource::new();
+        // 0: not started, 1: the first callback runs, 2: it returned.
+        let first = Arc::new(AtomicUsize::new(0));
+        let _first_guard = {
+            let first = first.clone();
+            source.token().on_cancel(move |_| {
+                first.store(1, Ordering::SeqCst);
+                thread::yield_now();
+                first.store(2, Ordering::SeqCst);
+            })
+        };
+        let canceller = {
+            let source = source.clone();
+            thread::spawn(move || {
+                source.cancel(CancelReason::Requested);
+            })
+        };
+        let second_runs = Arc::new(AtomicUsize::new(0));
+        let guard = {
+            let (first, runs) = (first.clone(), second_runs.clone());
+            source.token().on_cancel(move |_| {
+                assert_eq!(
+                    first.load(Ordering::SeqCst),
+                    2,
+                    "a later callback ran beside or before an earlier one"
+                );
+                runs.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        canceller.join().unwrap();
+        assert_eq!(second_runs.load(Ordering::SeqCst), 1);
+        drop(guard);
+    });
+}
+
 /// A guard dropped while its callback runs on another thread waits for it to return; a guard
 /// dropped before the callback started stops it from ever starting.
 #[test]

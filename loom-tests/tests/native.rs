@@ -293,3 +293,33 @@ fn handle_cancel_vs_pool_start() {
         assert_eq!(stats().queued, 0);
     });
 }
+
+/// A job whose token a parent cancels while it is spawned: it may finish before its spawn is
+/// accepted or after, and either way a cancelled job counts in `stats().cancelled` exactly once
+/// (whichever of the finish and the acceptance comes second counts it).
+#[test]
+fn a_cancel_is_counted_once_whether_the_job_finishes_before_or_after_its_acceptance() {
+    model("native_finish_vs_accept_counts_once", || {
+        let base = stats();
+        let spawner = JoinableSpawner::default();
+        let parent = CancelSource::new();
+        let canceller = {
+            let parent = parent.clone();
+            thread::spawn(move || {
+                parent.cancel(CancelReason::Shutdown);
+            })
+        };
+        let job = AbortableNative::builder()
+            .child_of(&parent.token())
+            .spawn_on(&spawner, |_| ())
+            .unwrap();
+        let token = job.token();
+        let result = job.join_blocking();
+        canceller.join().unwrap();
+        spawner.join_all();
+        let counted = stats().cancelled - base.cancelled;
+        let cancelled = token.is_cancelled();
+        assert_eq!(counted, u64::from(cancelled), "{result:?}");
+        assert_eq!(result.is_err(), cancelled);
+    });
+}

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use crate::completer::Completer;
-use crate::error::SpawnError;
 use crate::job::JobOptions;
 use crate::native::AbortableNative;
 use crate::scope::NativeScope;
+use crate::spawn_error::SpawnError;
 use crate::spawner::Spawner;
 #[cfg(doc)]
 use crate::spawner::ThreadSpawner;

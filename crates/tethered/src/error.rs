@@ -1,12 +1,11 @@
-//! [`NativeError`], [`JobPanic`] and [`SpawnError`].
+//! [`NativeError`]: why a job produced no plain result, read the same whoever stopped it.
 
 use std::any::Any;
 use std::fmt;
-use std::io;
 use std::time::Duration;
 
+use crate::panic::JobPanic;
 use crate::reason::CancelReason;
-use crate::sync::DataMutex;
 
 /// Why a tethered job produced no plain result: it was stopped, it panicked, or its caller
 /// stopped waiting. `T` is the job's output type, so a stopped job can hand back what its
@@ -278,147 +277,5 @@ impl<T> std::error::Error for NativeError<T> {}
 impl<T> From<crate::Cancelled> for NativeError<T> {
     fn from(cancelled: crate::Cancelled) -> Self {
         NativeError::cancelled(cancelled.into_reason())
-    }
-}
-
-/// A panic caught on a native thread: its message and payload.
-///
-/// Dropping it drops the payload contained: a panic from the payload's own `Drop` is counted in
-/// [`stats()`](crate::stats)`.drop_panics`, never unwound into the caller.
-pub struct JobPanic {
-    message: Option<String>,
-    // Only here to make the error `Sync`; never contended. `None` once taken.
-    payload: DataMutex<Option<Box<dyn Any + Send + 'static>>>,
-}
-
-impl JobPanic {
-    pub(crate) fn new(payload: Box<dyn Any + Send + 'static>) -> Self {
-        let message = if let Some(text) = payload.downcast_ref::<&'static str>() {
-            Some((*text).to_owned())
-        } else {
-            payload.downcast_ref::<String>().cloned()
-        };
-        JobPanic {
-            message,
-            payload: DataMutex::new(Some(payload)),
-        }
-    }
-
-    /// The panic message, when the payload is a string (as with `panic!("...")`).
-    pub fn message(&self) -> Option<&str> {
-        self.message.as_deref()
-    }
-
-    /// The payload, e.g. for [`std::panic::resume_unwind`].
-    pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
-        self.take_payload()
-            .expect("a `JobPanic` holds its payload until it is taken or dropped")
-    }
-
-    fn take_payload(&self) -> Option<Box<dyn Any + Send + 'static>> {
-        crate::sync::lock_data(&self.payload).take()
-    }
-}
-
-impl Drop for JobPanic {
-    fn drop(&mut self) {
-        // A payload's `Drop` is user code: a panic in it is counted in `drop_panics`.
-        crate::contain::drop_contained(self.take_payload());
-    }
-}
-
-impl fmt::Debug for JobPanic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JobPanic")
-            .field("message", &self.message)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A job could not be started.
-///
-/// ```
-/// use tethered::SpawnError;
-///
-/// let err = SpawnError::no_runtime("tokio", "call it from inside a runtime");
-/// assert_eq!(
-///     err.to_string(),
-///     "no tokio runtime is running on this thread (call it from inside a runtime)"
-/// );
-/// ```
-#[non_exhaustive]
-#[derive(Debug)]
-pub enum SpawnError {
-    /// The operating system refused to start a thread.
-    Thread(io::Error),
-    /// There is no runtime to spawn on from here.
-    NoRuntime {
-        /// Which runtime was looked for.
-        runtime: &'static str,
-        /// What to do instead.
-        hint: &'static str,
-    },
-    /// The runtime or pool is shutting down and takes no new jobs.
-    Shutdown {
-        /// Which runtime or pool.
-        runtime: &'static str,
-    },
-    /// The spawner dropped the job without running it, while it was being spawned: its pool is
-    /// closed or shutting down. (A spawner can report something more specific through
-    /// [`Spawner::refused`](crate::Spawner::refused).)
-    Rejected,
-    /// The [`NativeScope`](crate::NativeScope) is shut down or dropped and takes no new jobs.
-    ScopeClosed,
-    /// A custom spawner's own error.
-    Other(Box<dyn std::error::Error + Send + Sync + 'static>),
-}
-
-impl SpawnError {
-    /// A [`SpawnError::NoRuntime`].
-    pub fn no_runtime(runtime: &'static str, hint: &'static str) -> Self {
-        SpawnError::NoRuntime { runtime, hint }
-    }
-
-    /// A [`SpawnError::Shutdown`].
-    pub fn shutdown(runtime: &'static str) -> Self {
-        SpawnError::Shutdown { runtime }
-    }
-
-    /// A [`SpawnError::Other`] wrapping a custom spawner's error.
-    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
-        SpawnError::Other(error.into())
-    }
-}
-
-impl fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SpawnError::Thread(err) => {
-                write!(f, "the operating system refused to start a thread: {err}")
-            }
-            SpawnError::NoRuntime { runtime, hint } => {
-                write!(f, "no {runtime} runtime is running on this thread ({hint})")
-            }
-            SpawnError::Shutdown { runtime } => {
-                write!(f, "the {runtime} runtime is shutting down and takes no new jobs")
-            }
-            SpawnError::Rejected => f.write_str(
-                "the spawner dropped the job without running it (its pool is closed or shutting down)",
-            ),
-            SpawnError::ScopeClosed => {
-                f.write_str("the native scope is shut down and takes no new jobs")
-            }
-            SpawnError::Other(err) => write!(f, "the spawner failed: {err}"),
-        }
-    }
-}
-
-impl std::error::Error for SpawnError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SpawnError::Thread(err) => Some(err),
-            SpawnError::Other(err) => Some(&**err),
-            _ => None,
-        }
     }
 }

@@ -6,8 +6,8 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::contain::{drop_payload, panic_message};
-use crate::error::SpawnError;
 use crate::job::RunJob;
+use crate::spawn_error::SpawnError;
 use crate::sync::thread;
 
 /// Puts a [`Runnable`] on a native thread.

@@ -76,7 +76,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::callback::CallbackGuard;
-use crate::error::{NativeError, SpawnError};
+use crate::error::NativeError;
+use crate::spawn_error::SpawnError;
 use crate::stats::{self, Counters, Event};
 use crate::sync::{Arc, Condvar, Mutex};
 use crate::token::CancelSource;

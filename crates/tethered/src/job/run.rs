@@ -5,7 +5,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::{External, Handoff, Job, RunJob, Stage, State, Waiter, settle};
 use crate::contain::{drop_contained, run_contained};
-use crate::error::{JobPanic, NativeError};
+use crate::error::NativeError;
+use crate::panic::JobPanic;
 use crate::reason::CancelReason;
 use crate::stats::Event;
 use crate::sync;

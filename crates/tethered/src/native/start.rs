@@ -3,9 +3,9 @@
 
 use super::AbortableNative;
 use crate::completer::Completer;
-use crate::error::SpawnError;
 use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions, external_placeholder};
 use crate::reason::CancelReason;
+use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::sync::Arc;
 use crate::token::CancelSource;

@@ -68,12 +68,12 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::callback::CallbackGuard;
-use crate::error::SpawnError;
 use crate::job::{JobControl, JobOptions};
 use crate::native::AbortableNative;
 use crate::queue::WaitQueue;
 use crate::reason::CancelReason;
 use crate::report::ShutdownReport;
+use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner};
 use crate::stats::{Counters, NativeStats};
 use crate::sync::{self, Arc, Condvar, Mutex};

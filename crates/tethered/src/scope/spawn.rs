@@ -1,10 +1,10 @@
 //! Starting a job in a scope: it takes a slot or waits for one, and the scope lists it.
 
 use super::{Entry, Lifecycle, NativeScope};
-use crate::error::SpawnError;
 use crate::job::{FinishObserver, JobControl, JobOptions};
 use crate::native::AbortableNative;
 use crate::reason::CancelReason;
+use crate::spawn_error::SpawnError;
 use crate::spawner::submit;
 use crate::sync::{self, Arc};
 use crate::token::CancelToken;

@@ -1,0 +1,60 @@
+//! [`JobPanic`]: a panic caught on a native thread.
+
+use std::any::Any;
+use std::fmt;
+
+use crate::sync::DataMutex;
+
+/// A panic caught on a native thread: its message and payload.
+///
+/// Dropping it drops the payload contained: a panic from the payload's own `Drop` is counted in
+/// [`stats()`](crate::stats)`.drop_panics`, never unwound into the caller.
+pub struct JobPanic {
+    message: Option<String>,
+    // Only here to make the error `Sync`; never contended. `None` once taken.
+    payload: DataMutex<Option<Box<dyn Any + Send + 'static>>>,
+}
+
+impl JobPanic {
+    pub(crate) fn new(payload: Box<dyn Any + Send + 'static>) -> Self {
+        let message = if let Some(text) = payload.downcast_ref::<&'static str>() {
+            Some((*text).to_owned())
+        } else {
+            payload.downcast_ref::<String>().cloned()
+        };
+        JobPanic {
+            message,
+            payload: DataMutex::new(Some(payload)),
+        }
+    }
+
+    /// The panic message, when the payload is a string (as with `panic!("...")`).
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The payload, e.g. for [`std::panic::resume_unwind`].
+    pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
+        self.take_payload()
+            .expect("a `JobPanic` holds its payload until it is taken or dropped")
+    }
+
+    fn take_payload(&self) -> Option<Box<dyn Any + Send + 'static>> {
+        crate::sync::lock_data(&self.payload).take()
+    }
+}
+
+impl Drop for JobPanic {
+    fn drop(&mut self) {
+        // A payload's `Drop` is user code: a panic in it is counted in `drop_panics`.
+        crate::contain::drop_contained(self.take_payload());
+    }
+}
+
+impl fmt::Debug for JobPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobPanic")
+            .field("message", &self.message)
+            .finish_non_exhaustive()
+    }
+}

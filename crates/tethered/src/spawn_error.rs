@@ -1,0 +1,92 @@
+//! [`SpawnError`]: why a job could not be started.
+
+use std::fmt;
+use std::io;
+
+/// A job could not be started.
+///
+/// ```
+/// use tethered::SpawnError;
+///
+/// let err = SpawnError::no_runtime("tokio", "call it from inside a runtime");
+/// assert_eq!(
+///     err.to_string(),
+///     "no tokio runtime is running on this thread (call it from inside a runtime)"
+/// );
+/// ```
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The operating system refused to start a thread.
+    Thread(io::Error),
+    /// There is no runtime to spawn on from here.
+    NoRuntime {
+        /// Which runtime was looked for.
+        runtime: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
+    /// The runtime or pool is shutting down and takes no new jobs.
+    Shutdown {
+        /// Which runtime or pool.
+        runtime: &'static str,
+    },
+    /// The spawner dropped the job without running it, while it was being spawned: its pool is
+    /// closed or shutting down. (A spawner can report something more specific through
+    /// [`Spawner::refused`](crate::Spawner::refused).)
+    Rejected,
+    /// The [`NativeScope`](crate::NativeScope) is shut down or dropped and takes no new jobs.
+    ScopeClosed,
+    /// A custom spawner's own error.
+    Other(Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl SpawnError {
+    /// A [`SpawnError::NoRuntime`].
+    pub fn no_runtime(runtime: &'static str, hint: &'static str) -> Self {
+        SpawnError::NoRuntime { runtime, hint }
+    }
+
+    /// A [`SpawnError::Shutdown`].
+    pub fn shutdown(runtime: &'static str) -> Self {
+        SpawnError::Shutdown { runtime }
+    }
+
+    /// A [`SpawnError::Other`] wrapping a custom spawner's error.
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        SpawnError::Other(error.into())
+    }
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::Thread(err) => {
+                write!(f, "the operating system refused to start a thread: {err}")
+            }
+            SpawnError::NoRuntime { runtime, hint } => {
+                write!(f, "no {runtime} runtime is running on this thread ({hint})")
+            }
+            SpawnError::Shutdown { runtime } => {
+                write!(f, "the {runtime} runtime is shutting down and takes no new jobs")
+            }
+            SpawnError::Rejected => f.write_str(
+                "the spawner dropped the job without running it (its pool is closed or shutting down)",
+            ),
+            SpawnError::ScopeClosed => {
+                f.write_str("the native scope is shut down and takes no new jobs")
+            }
+            SpawnError::Other(err) => write!(f, "the spawner failed: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SpawnError::Thread(err) => Some(err),
+            SpawnError::Other(err) => Some(&**err),
+            _ => None,
+        }
+    }
+}

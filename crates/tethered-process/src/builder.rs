@@ -56,6 +56,10 @@ pub struct Process {
     job: Option<Builder>,
 }
 
+/// How many bytes of each captured pipe a [`Process`] keeps unless
+/// [`capture_limit`](Process::capture_limit) says otherwise: 16 MiB.
+pub const DEFAULT_CAPTURE_LIMIT: usize = 16 << 20;
+
 impl Process {
     /// A tethered child that `command` will start.
     pub fn new(command: Command) -> Process {
@@ -64,7 +68,7 @@ impl Process {
             grace: DEFAULT_GRACE,
             own_group: true,
             polite: StopSignal::Term,
-            capture_limit: usize::MAX,
+            capture_limit: DEFAULT_CAPTURE_LIMIT,
             capture_stdout: true,
             capture_stderr: true,
             job: None,
@@ -98,9 +102,11 @@ impl Process {
         self
     }
 
-    /// Keeps at most `bytes` of each captured pipe. The rest is still read, so the child never
-    /// blocks on a full pipe, and discarded; [`Captured::truncated`](crate::Captured::truncated)
-    /// says so.
+    /// Keeps at most `bytes` of each captured pipe ([`DEFAULT_CAPTURE_LIMIT`], 16 MiB, unless
+    /// set: a child that floods its output, `yes` say, cannot grow this process's memory
+    /// without bound). The rest is still read, so the child never blocks on a full pipe, and
+    /// discarded; [`Captured::truncated`](crate::Captured::truncated) says so. `usize::MAX`
+    /// keeps everything.
     ///
     /// ```
     /// use std::process::{Command, Stdio};

@@ -166,6 +166,10 @@ impl ProcessJob {
     /// Blocks the calling thread until the child has been reaped: the twin of `.await` for
     /// synchronous callers. Do not call it on an async runtime's worker thread.
     ///
+    /// Like `.await` (and like [`std::process::Child::wait`]), it first closes a piped stdin
+    /// that was not taken with [`take_stdin`](Self::take_stdin), so a child that reads its
+    /// input to the end (`cat`, a filter) ends instead of waiting forever.
+    ///
     /// # Panics
     ///
     /// If the job already resolved (it was awaited to completion).
@@ -174,6 +178,7 @@ impl ProcessJob {
         reason = "the handle's `Future::Output`; the error carries the same output when stopped"
     )]
     pub fn join_blocking(mut self) -> Result<ProcessOutput, NativeError<ProcessOutput>> {
+        drop(self.stdin.take());
         if let Some(rescue) = self.rescue.take() {
             return self.rescued(rescue.join_blocking());
         }
@@ -197,7 +202,9 @@ impl ProcessJob {
         }
     }
 
-    /// The child's stdin, if the command piped it. Dropping it closes the pipe.
+    /// The child's stdin, if the command piped it and it was not closed yet. Dropping it
+    /// closes the pipe. Take it before awaiting or joining the job: both close a stdin left
+    /// here, as [`std::process::Child::wait`] does.
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
         self.stdin.take()
     }
@@ -279,6 +286,8 @@ impl Future for ProcessJob {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
+        // Awaiting closes a stdin nobody took, as `Child::wait` does (see `join_blocking`).
+        drop(this.stdin.take());
         loop {
             if let Some(rescue) = &mut this.rescue {
                 let result = ready!(Pin::new(rescue).poll(cx));

@@ -114,7 +114,7 @@ mod tether;
 mod watch;
 
 #[cfg(unix)]
-pub use builder::{DEFAULT_GRACE, Process};
+pub use builder::{DEFAULT_CAPTURE_LIMIT, DEFAULT_GRACE, Process};
 #[cfg(unix)]
 pub use job::{CancelAndJoin, ProcessJob};
 pub use output::{Captured, Ended, ProcessOutput};

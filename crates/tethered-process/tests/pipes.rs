@@ -115,3 +115,64 @@ fn a_pipe_held_open_outside_the_group_is_reported_still_open() {
     let sleeper = stdout.text().trim().to_owned();
     let _ = std::process::Command::new("kill").arg(&sleeper).status();
 }
+
+/// `cat` reading a piped stdin that nobody took: it ends only when its stdin closes.
+fn cat_with_untaken_stdin() -> tethered_process::ProcessJob {
+    let mut command = std::process::Command::new("cat");
+    command.stdin(Stdio::piped()).stdout(Stdio::piped());
+    Process::new(command).spawn().expect("cat starts")
+}
+
+/// Runs `join` on a thread and fails, instead of hanging, if it takes longer than `SLACK`.
+fn within_slack<T: Send + 'static>(what: &str, join: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(join());
+    });
+    done.recv_timeout(SLACK)
+        .unwrap_or_else(|_| panic!("{what} did not return within {SLACK:?}"))
+}
+
+#[test]
+fn joining_closes_an_untaken_piped_stdin_so_a_reader_of_its_input_ends() {
+    let job = cat_with_untaken_stdin();
+    let output = within_slack("join_blocking of `cat`", move || job.join_blocking())
+        .expect("cat ended by itself");
+    assert!(output.success(), "{:?}", output.ended);
+}
+
+#[test]
+fn awaiting_closes_an_untaken_piped_stdin_so_a_reader_of_its_input_ends() {
+    let job = cat_with_untaken_stdin();
+    let output = within_slack("awaiting `cat`", move || futures_executor::block_on(job))
+        .expect("cat ended by itself");
+    assert!(output.success(), "{:?}", output.ended);
+}
+
+#[test]
+fn a_taken_stdin_stays_open_until_its_taker_closes_it() {
+    use std::io::Write;
+    let mut job = cat_with_untaken_stdin();
+    let mut stdin = job.take_stdin().expect("piped");
+    let joined = std::thread::spawn(move || job.join_blocking());
+    stdin.write_all(b"still open\n").expect("cat reads");
+    drop(stdin);
+    let output = joined.join().unwrap().expect("cat ended");
+    assert_eq!(output.stdout.unwrap().text(), "still open\n");
+}
+
+#[test]
+fn the_default_capture_limit_bounds_what_a_flood_keeps() {
+    // 40 MiB on stdout: more than the default keeps, all of it still read.
+    let mut command = sh("head -c 41943040 /dev/zero");
+    command.stdout(Stdio::piped());
+    let output = Process::new(command)
+        .spawn()
+        .expect("sh starts")
+        .join_blocking()
+        .expect("an output");
+    let stdout = output.stdout.unwrap();
+    assert_eq!(stdout.bytes.len(), tethered_process::DEFAULT_CAPTURE_LIMIT);
+    assert_eq!(stdout.total, 40 * MIB);
+    assert!(stdout.truncated);
+}

@@ -136,16 +136,20 @@ fn within_slack<T: Send + 'static>(what: &str, join: impl FnOnce() -> T + Send +
 #[test]
 fn joining_closes_an_untaken_piped_stdin_so_a_reader_of_its_input_ends() {
     let job = cat_with_untaken_stdin();
-    let output = within_slack("join_blocking of `cat`", move || job.join_blocking())
-        .expect("cat ended by itself");
+    let output = within_slack("join_blocking of `cat`", move || {
+        job.join_blocking().map_err(|err| err.to_string())
+    })
+    .expect("cat ended by itself");
     assert!(output.success(), "{:?}", output.ended);
 }
 
 #[test]
 fn awaiting_closes_an_untaken_piped_stdin_so_a_reader_of_its_input_ends() {
     let job = cat_with_untaken_stdin();
-    let output = within_slack("awaiting `cat`", move || futures_executor::block_on(job))
-        .expect("cat ended by itself");
+    let output = within_slack("awaiting `cat`", move || {
+        futures_executor::block_on(job).map_err(|err| err.to_string())
+    })
+    .expect("cat ended by itself");
     assert!(output.success(), "{:?}", output.ended);
 }
 

@@ -135,8 +135,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let err = match value {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
-                returned: Some(Err(err)),
-            }) => err,
+                returned: Some(returned),
+            }) => match *returned {
+                Err(err) => err,
+                finished => {
+                    let other = finished;
+                    return Err(format!("{name}: never ends by itself: {other:?}").into());
+                }
+            },
             other => return Err(format!("{name}: never ends by itself: {other:?}").into()),
         };
         let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;

@@ -86,8 +86,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let err = match answer {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some(Err(err)),
-        }) => err,
+            returned: Some(returned),
+        }) => match *returned {
+            Err(err) => err,
+            finished => {
+                let other = finished;
+                return Err(format!("a billion items take far longer: {other:?}").into());
+            }
+        },
         other => return Err(format!("a billion items take far longer: {other:?}").into()),
     };
     let ran = done.load(Ordering::Relaxed);

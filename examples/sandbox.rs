@@ -194,7 +194,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(outcome),
-        }) => outcome,
+        }) => *outcome,
         other => return Err(format!("only its deadline stops endless(): {other:?}").into()),
     };
     println!("endless():     {outcome} ({took:.1?})");

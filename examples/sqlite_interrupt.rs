@@ -95,8 +95,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let err = match answer {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some(Err(err)),
-        }) => err,
+            returned: Some(returned),
+        }) => match *returned {
+            Err(err) => err,
+            finished => {
+                let other = finished;
+                return Err(format!("a trillion rows take hours: {other:?}").into());
+            }
+        },
         other => return Err(format!("a trillion rows take hours: {other:?}").into()),
     };
     let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;

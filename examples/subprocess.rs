@@ -47,7 +47,7 @@ mod unix {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: Some(output),
-            }) => output,
+            }) => *output,
             other => {
                 return Err(
                     format!("the program runs far longer than {patience:?}: {other:?}").into(),

@@ -19,14 +19,12 @@ async fn main() {
     });
     let token = job.token();
     let result = tethered_tokio::timeout(Duration::from_millis(100), job).await;
-    // The closure was running at the deadline: the timeout cancels it and answers at once.
-    assert!(matches!(
-        result,
-        Err(NativeError::Abandoned {
-            reason: CancelReason::Timeout,
-            ..
-        })
-    ));
+    // The timeout cancels the job and answers at once: `Abandoned` while the closure still
+    // runs, or its own stop if it saw the cancel and returned first. Either way, `Timeout`.
+    assert_eq!(
+        result.as_ref().err().and_then(NativeError::cancel_reason),
+        Some(&CancelReason::Timeout)
+    );
     println!(
         "tokio: timed out; the closure was told: {}",
         token.cancelled().await

@@ -104,7 +104,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(consumed),
-        }) => consumed,
+        }) => *consumed,
         other => return Err(format!("the producer never ends: {other:?}").into()),
     };
     let cancel_to_return = cancel_to_return.ok_or("the deadline passed")?;

@@ -83,7 +83,7 @@ pub(crate) mod linux {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: Some(status),
-            }) => status?,
+            }) => (*status)?,
             other => return Err(format!("`sleep 60` outlasts the deadline: {other:?}").into()),
         };
         assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));

@@ -72,8 +72,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let err = match reply {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some(Err(err)),
-        }) => err,
+            returned: Some(returned),
+        }) => match *returned {
+            Err(err) => err,
+            finished => {
+                let other = finished;
+                return Err(format!("the peer never answers: {other:?}").into());
+            }
+        },
         other => return Err(format!("the peer never answers: {other:?}").into()),
     };
     println!(

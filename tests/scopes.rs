@@ -278,15 +278,12 @@ fn cancel_all_wait_idle_and_drop(rt: impl Runtime) {
     let stopped = rt
         .block_on(job)
         .expect_err("the scope's drop cancelled the job");
-    assert!(
-        matches!(
-            stopped,
-            NativeError::Cancelled {
-                reason: CancelReason::Shutdown,
-                returned: Some(Some(CancelReason::Shutdown)),
-            }
-        ),
-        "the scope's drop cancelled the job with Shutdown: {stopped:?}"
+    assert!(stopped.is_cancelled(), "{stopped:?}");
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+    assert_eq!(
+        stopped.into_returned(),
+        Some(Some(CancelReason::Shutdown)),
+        "the scope's drop cancelled the job with Shutdown, and the closure saw it"
     );
 }
 

@@ -58,8 +58,8 @@ fn cancel_before_start_means_the_closure_never_runs() {
             // The cancel came while the closure ran: the stop carries what it returned.
             Err(NativeError::Cancelled {
                 reason: CancelReason::Requested,
-                returned: Some(7),
-            }) => assert!(ran),
+                returned: Some(value),
+            }) if *value == 7 => assert!(ran),
             other => panic!("unexpected result {other:?}"),
         }
         if spawner.started_after_cancel.load(Ordering::SeqCst) {
@@ -150,7 +150,7 @@ fn cancel_and_join_waits_for_the_closure() {
                 reason: CancelReason::Requested,
                 returned: Some(seen),
             }) => {
-                assert_eq!(seen, Some(CancelReason::Requested));
+                assert_eq!(*seen, Some(CancelReason::Requested));
                 assert!(
                     returned.load(Ordering::SeqCst),
                     "joined before the closure returned"
@@ -285,8 +285,8 @@ fn handle_cancel_vs_pool_start() {
             }
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
-                returned: Some(5),
-            }) => assert!(ran.load(Ordering::SeqCst)),
+                returned: Some(value),
+            }) if *value == 5 => assert!(ran.load(Ordering::SeqCst)),
             other => panic!("unexpected result {other:?}"),
         }
         assert_eq!(stats().running, 0);

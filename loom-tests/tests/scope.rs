@@ -30,7 +30,7 @@ fn slot_handoff_vs_cancel_all() {
                 Err(NativeError::Cancelled {
                     reason: CancelReason::Requested,
                     returned,
-                }) => assert!(returned.is_none_or(|v| v == value)),
+                }) => assert!(returned.is_none_or(|v| *v == value)),
                 Err(other) => panic!("unexpected {other}"),
             }
         }

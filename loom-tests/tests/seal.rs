@@ -93,7 +93,7 @@ fn sealing_vs_cancel_when() {
             Err(
                 NativeError::Cancelled {
                     reason: CancelReason::Timeout,
-                    returned: None | Some(42),
+                    returned: None | Some(_),
                 }
                 | NativeError::Abandoned {
                     reason: CancelReason::Timeout,

@@ -264,8 +264,9 @@ impl Process {
                 live.kill_now();
                 return Err(io::Error::other(err));
             }
-            // The spawner refused the waiter but kept it: whenever it drops it, the child is
-            // rescued then.
+            // Not reached with the core's spawn: a refused job is stopped at the refusal, its
+            // closure dropped, which hands the child over (the arm above). Kept for a waiter
+            // that some future path refuses without dropping: it is rescued when dropped.
             (Err(err), None) => return Err(io::Error::other(err)),
         };
         Ok(ProcessJob::new(native, handoff, pid, stdin, stdout, stderr))

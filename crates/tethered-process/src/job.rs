@@ -173,10 +173,6 @@ impl ProcessJob {
     /// # Panics
     ///
     /// If the job already resolved (it was awaited to completion).
-    #[allow(
-        clippy::result_large_err,
-        reason = "the handle's `Future::Output`; the error carries the same output when stopped"
-    )]
     pub fn join_blocking(mut self) -> Result<ProcessOutput, NativeError<ProcessOutput>> {
         drop(self.stdin.take());
         if let Some(rescue) = self.rescue.take() {
@@ -225,10 +221,6 @@ impl ProcessJob {
 
     /// A rescue's output reads as the stop it is: the rescue ran because the waiter was
     /// dropped unrun, so the job's token was cancelled, and only that token knows why.
-    #[allow(
-        clippy::result_large_err,
-        reason = "the handle's `Future::Output`; the error carries the same output when stopped"
-    )]
     fn rescued(
         &self,
         result: Result<ProcessOutput, NativeError<ProcessOutput>>,
@@ -240,7 +232,7 @@ impl ProcessJob {
         match (result, self.token.reason()) {
             (Ok(output), Some(reason)) => Err(NativeError::Cancelled {
                 reason,
-                returned: Some(with_reason(output)),
+                returned: Some(Box::new(with_reason(output))),
             }),
             (result, _) => result
                 .map_err(|err| err.map_returned(with_reason))

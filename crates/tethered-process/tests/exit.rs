@@ -77,3 +77,58 @@ fn a_parent_token_cancelled_before_the_spawn_stops_the_child_at_once() {
     assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
     assert!(!child.exists());
 }
+
+/// A spawner that keeps the waiter's task and still returns `Err`, then runs what it kept.
+#[derive(Clone, Default)]
+struct KeepsAndRefuses {
+    kept: std::sync::Arc<std::sync::Mutex<Vec<tethered::Runnable>>>,
+}
+
+impl tethered::Spawner for KeepsAndRefuses {
+    fn spawn(&self, task: tethered::Runnable) -> Result<(), tethered::SpawnError> {
+        self.kept.lock().unwrap().push(task);
+        Err(tethered::SpawnError::other("refused, but kept the task"))
+    }
+}
+
+/// Children of this process whose command line holds `marker`, zombies included.
+fn children_marked(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| common::stat(pid).is_some_and(|stat| stat.ppid == me))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+        })
+        .collect()
+}
+
+#[test]
+fn a_spawner_that_refuses_the_waiter_but_keeps_it_still_leaves_no_child() {
+    // A sleep no other test runs, so that only this child carries the marker.
+    let marker = "61.0625";
+    let spawner = KeepsAndRefuses::default();
+    let mut command = Command::new("sleep");
+    command.arg(marker);
+    let err = Process::new(command)
+        .spawn_on(&spawner)
+        .expect_err("the spawner refused the waiter");
+    assert!(
+        err.to_string().contains("refused, but kept the task"),
+        "{err}"
+    );
+    // The child was started before the refusal: it was stopped and reaped before the error.
+    assert_eq!(
+        children_marked(marker),
+        Vec::<u32>::new(),
+        "a refused child is left"
+    );
+    // What the spawner kept runs later and only finds its job finished.
+    let kept: Vec<_> = std::mem::take(&mut *spawner.kept.lock().unwrap());
+    for task in kept {
+        task.run();
+    }
+    assert_eq!(children_marked(marker), Vec::<u32>::new());
+}

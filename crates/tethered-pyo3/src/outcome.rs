@@ -29,7 +29,7 @@ pub(crate) fn to_python(
         Err(NativeError::Cancelled {
             returned: Some(convert),
             ..
-        }) => Ok(convert),
+        }) => Ok(*convert),
         other => other,
     };
     let err = match result {

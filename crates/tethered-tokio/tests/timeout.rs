@@ -32,7 +32,7 @@ fn timeout_stops_a_spinning_closure_within_1s_with_reason_timeout() {
                         grace: Duration::ZERO
                     }) | Err(NativeError::Cancelled {
                         reason: CancelReason::Timeout,
-                        returned: Some(())
+                        returned: Some(_)
                     })
                 ),
                 "{result:?}"

@@ -46,10 +46,8 @@ use crate::token::CancelToken;
 /// job.cancel(CancelReason::Timeout);
 /// completer.complete("partial");
 /// let err = job.join_blocking().unwrap_err();
-/// assert!(matches!(
-///     err,
-///     NativeError::Cancelled { reason: CancelReason::Timeout, returned: Some("partial") }
-/// ));
+/// assert!(matches!(err, NativeError::Cancelled { reason: CancelReason::Timeout, .. }));
+/// assert_eq!(err.into_returned(), Some("partial"));
 /// ```
 #[must_use = "dropping the completer finishes its job as stopped"]
 pub struct Completer<T: Send + 'static> {

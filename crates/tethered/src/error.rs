@@ -55,9 +55,8 @@ use crate::reason::CancelReason;
 /// }
 /// ```
 ///
-/// The error holds a `T`, so `Result<T, NativeError<T>>` is about twice the size of `T`: for
-/// a large `T`, clippy's `result_large_err` asks a function returning it to box something
-/// (`map_err(NativeError::without_returned)` drops the value, or return the `T` boxed).
+/// What the closure returned travels boxed, so the error stays small (a few words) whatever
+/// `T` is, and `Result<T, NativeError<T>>` is no larger than it needs to be.
 ///
 /// `NativeError<T>` is a [`std::error::Error`] whatever `T` is (its `Debug` shows whether a
 /// value came back, not the value), so `?` turns it into a `Box<dyn Error + Send + Sync>` or
@@ -72,8 +71,9 @@ pub enum NativeError<T> {
     Cancelled {
         /// Why the job was cancelled.
         reason: CancelReason,
-        /// What the closure returned after the cancel, if it ran.
-        returned: Option<T>,
+        /// What the closure returned after the cancel, if it ran; boxed, so that the error stays
+        /// small whatever `T` is (take it out with [`NativeError::into_returned`]).
+        returned: Option<Box<T>>,
     },
     /// The closure panicked; the panic was caught on the native thread.
     Panicked(JobPanic),
@@ -128,7 +128,7 @@ impl<T> NativeError<T> {
     /// What the closure returned after the cancel, if it ran and returned.
     pub fn returned(&self) -> Option<&T> {
         match self {
-            NativeError::Cancelled { returned, .. } => returned.as_ref(),
+            NativeError::Cancelled { returned, .. } => returned.as_deref(),
             _ => None,
         }
     }
@@ -150,7 +150,7 @@ impl<T> NativeError<T> {
     /// ```
     pub fn into_returned(self) -> Option<T> {
         match self {
-            NativeError::Cancelled { returned, .. } => returned,
+            NativeError::Cancelled { returned, .. } => returned.map(|value| *value),
             _ => None,
         }
     }
@@ -177,7 +177,7 @@ impl<T> NativeError<T> {
         match self {
             NativeError::Cancelled { reason, returned } => NativeError::Cancelled {
                 reason,
-                returned: returned.map(f),
+                returned: returned.map(|value| Box::new(f(*value))),
             },
             NativeError::Panicked(panic) => NativeError::Panicked(panic),
             NativeError::Abandoned { reason, grace } => NativeError::Abandoned { reason, grace },

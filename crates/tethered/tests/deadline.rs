@@ -36,7 +36,7 @@ fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(seen),
-        }) => assert_eq!(seen, Some(CancelReason::Timeout)),
+        }) => assert_eq!(*seen, Some(CancelReason::Timeout)),
         other => panic!("the closure ran, so the stop carries what it returned: {other:?}"),
     }
 }

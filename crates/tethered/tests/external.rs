@@ -32,13 +32,15 @@ fn a_cancel_reaches_the_work_through_the_completers_token_and_reads_as_a_stop() 
     });
     started.recv().unwrap();
     assert!(job.cancel(CancelReason::Timeout));
-    match job.join_blocking() {
-        Err(NativeError::Cancelled {
+    let stopped = job.join_blocking().unwrap_err();
+    assert!(matches!(
+        stopped,
+        NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some("partial"),
-        }) => {}
-        other => panic!("{other:?}"),
-    }
+            ..
+        }
+    ));
+    assert_eq!(stopped.into_returned(), Some("partial"));
     assert_eq!(worker.join().unwrap(), CancelReason::Timeout);
 }
 

@@ -30,7 +30,7 @@ pub fn cancels_a_spinning_job<R: Runtime>() {
                     grace: Duration::ZERO
                 }) | Err(NativeError::Cancelled {
                     reason: CancelReason::Timeout,
-                    returned: Some(())
+                    returned: Some(_)
                 })
             ),
             "{result:?}"

@@ -60,7 +60,7 @@ where
                     .state
                     .reason()
                     .unwrap_or(CancelReason::Requested),
-                returned: Some(value),
+                returned: Some(Box::new(value)),
             }),
             other => other,
         };

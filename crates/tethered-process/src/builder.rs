@@ -247,7 +247,7 @@ impl Process {
         let job = self
             .job
             .unwrap_or_else(|| launch::default_job(format!("{program} (pid {pid})")));
-        let handoff = Handoff::new();
+        let handoff = Handoff::new(launch::rescue);
         let submitted = launch::waiter(job, place, Tether::waiter(live, handoff.clone()));
         let dropped_unrun = handoff.handed();
         let native = match (submitted, dropped_unrun) {

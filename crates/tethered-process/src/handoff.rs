@@ -31,13 +31,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tethered::AbortableNative;
 
-use crate::launch;
 use crate::live::Live;
 use crate::output::ProcessOutput;
+
+/// Starts a rescue for an orphaned child (`launch::rescue`, given by the spawning code, so that
+/// this file needs nothing of the waiter's): `None` if no thread could be had, after the child
+/// was killed and reaped on the calling thread.
+pub(crate) type Rescue = fn(Live) -> Option<AbortableNative<ProcessOutput>>;
 
 /// Shared by the spawning thread, the waiter's closure and the `ProcessJob`.
 pub(crate) struct Handoff {
     stage: Mutex<Stage>,
+    rescue: Rescue,
 }
 
 enum Stage {
@@ -54,9 +59,10 @@ enum Stage {
 }
 
 impl Handoff {
-    pub(crate) fn new() -> Arc<Handoff> {
+    pub(crate) fn new(rescue: Rescue) -> Arc<Handoff> {
         Arc::new(Handoff {
             stage: Mutex::new(Stage::Submitting),
+            rescue,
         })
     }
 
@@ -75,7 +81,7 @@ impl Handoff {
             }
         }
         // If no thread can be had, the child was killed and reaped on this thread.
-        let Some(rescue) = launch::rescue(live) else {
+        let Some(rescue) = (self.rescue)(live) else {
             return;
         };
         let mut stage = self.lock();

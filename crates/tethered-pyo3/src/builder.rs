@@ -11,7 +11,8 @@ use tethered::{AbortableNative, CancelToken, NativeScope, SpawnError, Spawner, T
 use crate::event_loop::{loop_token, running_loop};
 use crate::glue::glue;
 use crate::into_py_result::IntoPyResult;
-use crate::link::{Convert, Link, reason_from_message};
+use crate::link::{Link, reason_from_message};
+use crate::outcome::Convert;
 
 /// Spawns a native job with options: a name, a parent token, a spawner or a scope.
 ///

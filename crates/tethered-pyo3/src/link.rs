@@ -39,10 +39,7 @@ use tethered::{
 
 use crate::exit;
 use crate::glue::glue;
-use crate::outcome;
-
-/// What a finished closure leaves behind: its value, to be converted under the GIL.
-pub(crate) type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+use crate::outcome::{self, Convert};
 
 /// One job and the future that awaits it.
 pub(crate) struct Link {

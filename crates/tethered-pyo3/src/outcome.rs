@@ -15,7 +15,9 @@ use pyo3::types::PyString;
 use tethered::NativeError;
 
 use crate::glue::Settle;
-use crate::link::Convert;
+
+/// What a finished closure leaves behind: its value, to be converted under the GIL.
+pub(crate) type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
 /// How to settle the future, and with what.
 pub(crate) fn to_python(

@@ -62,11 +62,28 @@ impl Target {
     fn send_to_child(&self, signal: Signal) {
         #[cfg(target_os = "linux")]
         if let Some(pidfd) = &self.pidfd {
-            let _ = rustix::process::pidfd_send_signal(&**pidfd, signal);
-            return;
+            match pidfd_send_signal(pidfd, signal) {
+                // Sent; or no such process (a zombie still takes signals, so it was reaped by
+                // someone else): nothing to stop either way.
+                Ok(()) | Err(rustix::io::Errno::SRCH) => return,
+                // Refused (a seccomp filter that allows `kill` but not `pidfd_send_signal`, a
+                // kernel without it): the child is unreaped (module docs), so its pid is still
+                // its own and `kill` reaches it.
+                Err(_) => {}
+            }
         }
         let _ = rustix::process::kill_process(self.pid, signal);
     }
+}
+
+/// `pidfd_send_signal`, which the tests can make fail as a seccomp filter would.
+#[cfg(target_os = "linux")]
+fn pidfd_send_signal(pidfd: &rustix::fd::OwnedFd, signal: Signal) -> rustix::io::Result<()> {
+    #[cfg(test)]
+    if tests::REFUSE_PIDFD_SIGNALS.with(std::cell::Cell::get) {
+        return Err(rustix::io::Errno::PERM);
+    }
+    rustix::process::pidfd_send_signal(pidfd, signal)
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -74,5 +91,51 @@ impl Target {
     /// Signals by pid, as where there is no pidfd.
     pub(crate) fn forget_pidfd(&mut self) {
         self.pidfd = None;
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::cell::Cell;
+    use std::process::Command;
+
+    use rustix::process::{Pid, PidfdFlags, Signal};
+
+    use super::Target;
+
+    thread_local! {
+        /// Makes this thread's `pidfd_send_signal` fail with `EPERM`.
+        pub(super) static REFUSE_PIDFD_SIGNALS: Cell<bool> = const { Cell::new(false) };
+    }
+
+    #[test]
+    fn a_refused_pidfd_signal_falls_back_to_kill() {
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep starts");
+        let pid = Pid::from_raw(child.id() as i32).expect("a pid");
+        let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty()).expect("pidfd_open");
+        let target = Target::new(pid, false, Some(std::sync::Arc::new(pidfd)));
+        REFUSE_PIDFD_SIGNALS.with(|refuse| refuse.set(true));
+        target.send(Signal::KILL);
+        REFUSE_PIDFD_SIGNALS.with(|refuse| refuse.set(false));
+        // The child got SIGKILL through `kill`; without the fallback it sleeps on.
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let status = child.wait();
+            let _ = done_tx.send(());
+            (child, status)
+        });
+        let killed = done
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .is_ok();
+        if !killed {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+        let (_child, status) = waiter.join().expect("the waiter returns");
+        assert!(killed, "the refused pidfd signal was not sent another way");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.expect("reaped").signal(), Some(9));
     }
 }

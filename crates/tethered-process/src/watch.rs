@@ -96,12 +96,16 @@ impl Watch {
         let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
         match &mut self.how {
             #[cfg(target_os = "linux")]
-            How::Pidfd(wait) => {
-                if wait.sleep(token.is_some(), left).is_err() {
-                    // `poll` failed (out of memory): fall back to looking now and then.
-                    self.how = How::Poll { interval: MIN_POLL };
-                }
-            }
+            How::Pidfd(wait) => match wait.sleep(token.is_some(), left) {
+                Ok(false) => {}
+                // The pidfd is readable, yet the caller found the child not exited: a tracer
+                // (`strace`, a debugger) holds the exit until it has seen it. A readable pidfd
+                // stays readable, so `poll` would return at once again and again: look now and
+                // then instead, as where there is no pidfd.
+                Ok(true) => self.how = How::Poll { interval: MIN_POLL },
+                // `poll` failed (out of memory): fall back to looking now and then.
+                Err(_) => self.how = How::Poll { interval: MIN_POLL },
+            },
             How::Poll { interval } => {
                 let nap = left.map_or(*interval, |left| left.min(*interval));
                 match token {
@@ -166,8 +170,13 @@ mod linux {
         }
 
         /// Blocks until the child exits, (while `cancel_pending`) the cancel comes, or `left`
-        /// has passed.
-        pub(super) fn sleep(&self, cancel_pending: bool, left: Option<Duration>) -> io::Result<()> {
+        /// has passed. `Ok(true)` if the pidfd is readable: the child has exited, or a tracer
+        /// still holds its exit.
+        pub(super) fn sleep(
+            &self,
+            cancel_pending: bool,
+            left: Option<Duration>,
+        ) -> io::Result<bool> {
             // A timeout too long for a `Timespec` is as good as none.
             let timeout = left.and_then(|left| Timespec::try_from(left).ok());
             let mut fds = vec![PollFd::new(&*self.pidfd, PollFlags::IN)];
@@ -176,7 +185,8 @@ mod linux {
                 fds.push(PollFd::new(&**wake, PollFlags::IN));
             }
             match rustix::event::poll(&mut fds, timeout.as_ref()) {
-                Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+                Ok(_) => Ok(fds[0].revents().contains(PollFlags::IN)),
+                Err(rustix::io::Errno::INTR) => Ok(false),
                 Err(err) => Err(err.into()),
             }
         }

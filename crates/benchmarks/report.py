@@ -5,8 +5,9 @@
     python3 crates/benchmarks/report.py --no-run   # rewrite BENCHMARKS.md from the last run
 
 The criterion suites leave their estimates in target/criterion/<group>/<function>/new/; the
-`latency` and `allocations` targets leave JSON in target/tethered-bench/. A run also records the
-machine and its load there (run.json), so `--no-run` reproduces the same file.
+targets with a main of their own (`latency`, the `*_paired` ones and `allocations`) leave JSON
+in target/tethered-bench/. A run also records the machine and its load there (run.json), so
+`--no-run` reproduces the same file.
 """
 
 import argparse
@@ -215,7 +216,9 @@ def write_report():
     c = criterion_results()
     latency = load_json("latency")
     paired = load_json("round_trip")
+    concurrent = load_json("concurrent")
     tree = load_json("tree")
+    busy_paired = load_json("busy")
     allocs = load_json("allocations")["per_job"]
     run_info = load_json("run")
     m = run_info["machine"]
@@ -304,6 +307,28 @@ def write_report():
         "likewise wakes its awaiter from inside the pool thread's call, before the runtime's "
         "own completion bookkeeping, which offsets its extra work (two allocations and a few "
         "uncontended lock round trips per job).\n")
+    out.append("### Many jobs at once\n")
+    out.append(
+        "`benches/concurrent_paired.rs`: a task on a worker of a multi-thread tokio runtime (as "
+        f"many workers as cores) spawns {concurrent['jobs']:,} trivial jobs at once "
+        "(`tethered_tokio::spawn_native(|_token| ...)` against `tokio::task::spawn_blocking`), "
+        "then awaits every handle in spawn order; a batch is timed from its first spawn to its "
+        "last join, so the jobs contend for the blocking pool's queue and threads (up to its "
+        f"default 512) and their wake-ups overlap. {concurrent['rounds']:,} rounds, each timing one "
+        "batch of each variant back to back (which one goes first alternates); the ratio is "
+        "the median over rounds of tethered/raw, with its quartiles. Times are per job: a "
+        "batch's time divided by the number of jobs.\n")
+    c_tokio = concurrent["tokio"]
+    c_ratio = c_tokio["ratio_median"]
+    out.append(table(["primitive", "raw, per job (median batch)", "tethered, per job (median batch)",
+                      "paired ratio (quartiles)", "< 1.10x"], [
+        [f"tokio `spawn_blocking`, {concurrent['jobs']:,} at once",
+         fmt_ns(c_tokio["raw"]["median_ns"]), fmt_ns(c_tokio["tethered"]["median_ns"]),
+         f"{c_ratio:.3f}x ({c_tokio['ratio_q1']:.2f}–{c_tokio['ratio_q3']:.2f})",
+         verdict(c_ratio < 1.10)],
+    ]) + "\n")
+    summary.append([f"2. {concurrent['jobs']:,} concurrent jobs, tokio: tethered / raw (paired)",
+                    f"{c_ratio:.3f}x", "< 1.10x", verdict(c_ratio < 1.10)])
 
     # 3. Latency ----------------------------------------------------------------------------
     out.append("## 3. Cancel-to-observe latency\n")
@@ -359,6 +384,38 @@ def write_report():
         "(cancelling, then cancelled) and re-verified under loom, and was not attempted. The "
         "parked floor is the machine's own thread wake-up: when it is above the 10 µs target, "
         "so is tethered, which adds the part shown in the last column.\n")
+    out.append("### Busy closure, paired against a bare flag\n")
+    out.append(
+        "`benches/busy_paired.rs`: the busy poller again, in two placements, each against the "
+        "same closure spinning on a bare `Arc<AtomicBool>` that the cancelling thread stores "
+        "`true` into: on tokio's blocking pool (tethered: the drop of a "
+        "`tethered_tokio::spawn_native` job's handle; bare: a `spawn_blocking` closure) and on "
+        "a thread of its own (tethered: the drop of an `AbortableNative::spawn` handle; bare: a "
+        "`std::thread::spawn` closure). The closure takes the time when it sees the stop, the "
+        "cancelling thread right before the drop or the store. Each of "
+        f"{busy_paired['rounds']:,} rounds takes one sample of each variant back to back (which "
+        "one goes first alternates); the results are the median over rounds of the per-round "
+        "difference (tethered minus bare) and of the per-round ratio, each with its quartiles, "
+        "so that the machine's drift between samples cancels as it does in the paired round "
+        "trips.\n")
+    rows = []
+    for placement, label in (("pool", "tokio blocking pool: `spawn_native` / `spawn_blocking`"),
+                             ("thread", "own thread: `AbortableNative::spawn` / "
+                                        "`std::thread::spawn`")):
+        b = busy_paired[placement]
+        diff = b["difference_median_ns"]
+        rows.append([label, fmt_ns(b["atomic_bool"]["median_ns"]),
+                     fmt_ns(b["tethered"]["median_ns"]),
+                     f"{diff:+.0f} ns ({b['difference_q1_ns']:+.0f} to "
+                     f"{b['difference_q3_ns']:+.0f})",
+                     f"{b['ratio_median']:.2f}x ({b['ratio_q1']:.2f}–{b['ratio_q3']:.2f})",
+                     verdict(diff < 300)])
+        summary.append([f"3. latency busy, {placement} (paired): tethered − AtomicBool",
+                        f"{diff:+.0f} ns ({b['ratio_median']:.2f}x)", "< 300 ns",
+                        verdict(diff < 300)])
+    out.append(table(["placement", "bare, median", "tethered, median",
+                      "difference, median (quartiles)", "ratio, median (quartiles)", "< 300 ns"],
+                     rows) + "\n")
 
     # 4. CancelOnDrop, guards, children, fan-out --------------------------------------------
     out.append("## 4. `CancelOnDrop`, drop guards, child tokens, fan-out\n")
@@ -400,9 +457,16 @@ def write_report():
         "the fan-out ratio between 0.87x and 1.02x in four full runs. There, each of "
         f"{tree['rounds']:,} rounds builds both trees (alternating which first, so neither is "
         "always the warmer in the cache) and times the cancel of each root (alternating which "
-        "first); the ratio is the median over rounds, with its quartiles.\n")
+        "first); the ratio is the median over rounds, with its quartiles. The same bench also "
+        "times the fan-out with a waiter on every child: one `cancelled()` future per child "
+        "(tethered: `child.token().cancelled()`; tokio-util: `child.cancelled_owned()`), "
+        "polled once before the cancel so that its waker is registered (a no-op waker; the "
+        "warm-up rounds count the wake-ups instead and check that every waiter was woken), so "
+        "that the cancel also wakes 1,000 wakers.\n")
     rows = []
     for shape, label in (("fan_out", "cancel, per child of 1,000"),
+                         ("fan_out_waiters",
+                          "cancel, per child of 1,000, each with a waiting `cancelled()` future"),
                          ("chain", "cancel of a 1,000-level chain, per level")):
         t = tree[shape]
         rows.append([label, fmt_ns(t["tokio_util"]["median_ns"]),
@@ -421,9 +485,12 @@ def write_report():
     summary.append(["4. child() create+drop / tokio-util child_token()",
                     f"{child_teth['ns'] / child_tok['ns']:.2f}x", "(none)", "reported"])
     fan_ratio = tree["fan_out"]["ratio_median"]
+    waiters_ratio = tree["fan_out_waiters"]["ratio_median"]
     chain_ratio = tree["chain"]["ratio_median"]
     summary.append(["4. fan-out per child / tokio-util (paired)",
                     f"{fan_ratio:.2f}x", "≤ 1.0x", verdict(fan_ratio <= 1.0)])
+    summary.append(["4. fan-out with a waiter per child / tokio-util (paired)",
+                    f"{waiters_ratio:.2f}x", "≤ 1.0x", verdict(waiters_ratio <= 1.0)])
     summary.append(["4. chain cancel per level / tokio-util (paired)",
                     f"{chain_ratio:.2f}x", "≤ 1.0x", verdict(chain_ratio <= 1.0)])
 
@@ -590,7 +657,7 @@ def write_report():
         "# Benchmarks",
         "",
         f"Regenerate with `{COMMAND}`: it builds the benchmarks, waits until no compiler "
-        "runs and the CPUs are idle, runs `cargo bench -p benchmarks` (about two and a half minutes), and "
+        "runs and the CPUs are idle, runs `cargo bench -p benchmarks` (about three minutes), and "
         "rewrites this file; "
         f"`{COMMAND} --no-run` rewrites it from the last run's results). Generated from the "
         "results; do not edit by hand.",

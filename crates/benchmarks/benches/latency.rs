@@ -18,13 +18,12 @@
 //!
 //! Run with: cargo bench -p benchmarks --bench latency
 
-use std::hint::{black_box, spin_loop};
+use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use benchmarks::{Invocation, Summary, write_results};
+use benchmarks::{Invocation, Probe, Summary, write_results};
 use tethered::AbortableNative;
 use tethered_tokio::TokioSpawner;
 use tokio::runtime::Handle;
@@ -33,45 +32,6 @@ use tokio_util::sync::CancellationToken;
 /// How long the cancelling side waits, after the closure said it is about to park, before it
 /// cancels: long enough for the closure to be asleep in the kernel.
 const PARK_SETTLE: Duration = Duration::from_micros(200);
-
-/// A closure's "I am polling (or about to park)" flag and the time it saw the cancel.
-struct Probe {
-    ready: Arc<AtomicBool>,
-    seen: Receiver<Instant>,
-}
-
-impl Probe {
-    /// The probe, and what the closure keeps: its half of the flag and the sender.
-    fn new() -> (Self, Arc<AtomicBool>, std::sync::mpsc::SyncSender<Instant>) {
-        let ready = Arc::new(AtomicBool::new(false));
-        let (tx, seen) = sync_channel(1);
-        (
-            Probe {
-                ready: ready.clone(),
-                seen,
-            },
-            ready,
-            tx,
-        )
-    }
-
-    fn wait_ready(&self) {
-        while !self.ready.load(Ordering::Acquire) {
-            spin_loop();
-        }
-    }
-
-    /// Runs `cancel` and returns how long after its start the closure saw it.
-    fn time(&self, cancel: impl FnOnce()) -> Duration {
-        let start = Instant::now();
-        cancel();
-        let seen = self
-            .seen
-            .recv()
-            .expect("the closure reports when it saw the cancel");
-        seen.saturating_duration_since(start)
-    }
-}
 
 fn busy_atomic_bool(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();

@@ -3,15 +3,21 @@
 //! The criterion suites (`check`, `round_trip`, `cancel_on_drop`) write their results where
 //! criterion always does, `target/criterion/`. The targets with a `main` of their own
 //! (`latency`, which needs medians and percentiles that criterion does not report,
-//! `round_trip_paired`, which alternates two variants batch by batch, `tree_paired`, which does
-//! the same for a cancel's walk of a tree, and `allocations`, which needs a counting global
-//! allocator) write JSON files to [`results_dir`]. `report.py` beside this crate's manifest
-//! turns both into `BENCHMARKS.md`; `against.py` beside it compares this tree's round trips
-//! with those of another git revision of tethered.
+//! `round_trip_paired`, which alternates two variants batch by batch, `concurrent_paired`, which
+//! does the same for batches of jobs spawned at once, `tree_paired`, which does it for a
+//! cancel's walk of a tree, `busy_paired`, which does it for a busy closure's cancel-to-observe
+//! latency, and `allocations`, which needs a counting global allocator) write JSON files to
+//! [`results_dir`]. `report.py` beside this crate's manifest turns both into `BENCHMARKS.md`;
+//! `against.py` beside it compares this tree's round trips with those of another git revision
+//! of tethered.
 
 use std::fmt::Write as _;
+use std::hint::spin_loop;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::{Duration, Instant};
 
 /// Where the targets with their own `main` write their JSON: `target/tethered-bench/`, next to
 /// criterion's `target/criterion/` (honouring `CARGO_TARGET_DIR`, as criterion does).
@@ -87,8 +93,8 @@ pub fn quartiles(values: &[f64]) -> [f64; 3] {
 }
 
 /// The samples of a paired comparison: each round timed the baseline and tethered back to
-/// back (`round_trip_paired`, `tree_paired`), so drift slower than a round cancels out of the
-/// per-round ratio.
+/// back (`round_trip_paired`, `concurrent_paired`, `tree_paired`, `busy_paired`), so drift
+/// slower than a round cancels out of the per-round ratio and difference.
 #[derive(Debug, Default)]
 pub struct Paired {
     /// The baseline's time per unit (a round trip, a token), one per round.
@@ -107,6 +113,15 @@ impl Paired {
             .push(tethered.as_secs_f64() / baseline.as_secs_f64());
         self.baseline.push(baseline / units);
         self.tethered.push(tethered / units);
+    }
+
+    /// tethered's time minus the baseline's, per unit, in nanoseconds: one per round.
+    pub fn differences_ns(&self) -> Vec<f64> {
+        self.baseline
+            .iter()
+            .zip(&self.tethered)
+            .map(|(baseline, tethered)| tethered.as_nanos() as f64 - baseline.as_nanos() as f64)
+            .collect()
     }
 
     /// Prints the case's line (medians per unit, and the ratio's median and quartiles) and
@@ -133,6 +148,78 @@ impl Paired {
             baseline.to_json(),
             tethered.to_json()
         )
+    }
+
+    /// As [`report`](Self::report), and also the median and quartiles of the per-round
+    /// difference ([`differences_ns`](Self::differences_ns)): for a latency, whose verdict is
+    /// what tethered adds in nanoseconds (the ratio is context). The JSON field gains
+    /// `difference_median_ns`, `difference_q1_ns` and `difference_q3_ns`.
+    ///
+    /// # Panics
+    ///
+    /// If no round was recorded.
+    pub fn report_with_difference(&self, name: &str, baseline_key: &str) -> String {
+        let field = self.report(name, baseline_key);
+        let [q1, difference, q3] = quartiles(&self.differences_ns());
+        println!(
+            "{name:<10} per-round difference (tethered - {baseline_key}) median {difference:+.0} ns \
+             (quartiles {q1:+.0} to {q3:+.0} ns)"
+        );
+        let field = field.strip_suffix('}').expect("the field is a JSON object");
+        format!(
+            "{field}, \"difference_median_ns\": {difference:.1}, \"difference_q1_ns\": {q1:.1}, \
+             \"difference_q3_ns\": {q3:.1}}}"
+        )
+    }
+}
+
+/// A closure's "I am polling (or about to park)" flag and the time it saw the cancel, for the
+/// cancel-to-observe benchmarks (`latency`, `busy_paired`).
+///
+/// The closure stores `true` in its half of the flag once it polls, and sends the time at
+/// which it saw the cancel; the cancelling side waits for the flag, takes the time right
+/// before it cancels, and the latency is the difference. Both are the same monotonic clock.
+#[derive(Debug)]
+pub struct Probe {
+    ready: Arc<AtomicBool>,
+    seen: Receiver<Instant>,
+}
+
+impl Probe {
+    /// The probe, and what the closure keeps: its half of the flag and the sender.
+    pub fn new() -> (Self, Arc<AtomicBool>, SyncSender<Instant>) {
+        let ready = Arc::new(AtomicBool::new(false));
+        let (tx, seen) = sync_channel(1);
+        (
+            Probe {
+                ready: ready.clone(),
+                seen,
+            },
+            ready,
+            tx,
+        )
+    }
+
+    /// Spins until the closure said it polls (or is about to park).
+    pub fn wait_ready(&self) {
+        while !self.ready.load(Ordering::Acquire) {
+            spin_loop();
+        }
+    }
+
+    /// Runs `cancel` and returns how long after its start the closure saw it.
+    ///
+    /// # Panics
+    ///
+    /// If the closure dropped its sender without sending.
+    pub fn time(&self, cancel: impl FnOnce()) -> Duration {
+        let start = Instant::now();
+        cancel();
+        let seen = self
+            .seen
+            .recv()
+            .expect("the closure reports when it saw the cancel");
+        seen.saturating_duration_since(start)
     }
 }
 
@@ -212,6 +299,27 @@ mod tests {
             "{field}"
         );
         assert!(field.contains("\"ratio_median\": 0.9997"), "{field}");
+    }
+
+    #[test]
+    fn paired_differences_are_per_unit_and_reported_with_quartiles() {
+        let mut paired = Paired::default();
+        for (baseline, tethered) in [(300, 450), (310, 400), (290, 500)] {
+            paired.push(
+                Duration::from_nanos(baseline),
+                Duration::from_nanos(tethered),
+                1,
+            );
+        }
+        assert_eq!(paired.differences_ns(), [150.0, 90.0, 210.0]);
+        let field = paired.report_with_difference("pool", "atomic_bool");
+        assert!(
+            field.ends_with(
+                "\"difference_median_ns\": 150.0, \"difference_q1_ns\": 90.0, \
+                 \"difference_q3_ns\": 210.0}"
+            ),
+            "{field}"
+        );
     }
 
     #[test]

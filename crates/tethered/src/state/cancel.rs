@@ -87,10 +87,10 @@ impl TokenState {
             self.changed.notify_all();
         }
         if let Some(wakers) = wakers {
-            for waker in wakers.into_values() {
-                // A waker is the executor's code: contained like ours.
+            // A waker is the executor's code: contained like ours.
+            wakers.for_each(|waker| {
                 run_contained(|| waker.wake());
-            }
+            });
         }
         if has_callbacks {
             self.run_callbacks(reason);

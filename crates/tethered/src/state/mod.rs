@@ -74,13 +74,14 @@ mod registry;
 mod sleep;
 mod token_ref;
 mod tree;
+mod wakers;
 
 pub(crate) use token_ref::TokenRef;
 
 use registry::Registry;
 use tree::Slot;
+use wakers::Wakers;
 
-use std::task::Waker;
 use std::time::Instant;
 
 use crate::contain::{drop_contained, run_contained};
@@ -165,7 +166,7 @@ struct Shared {
 }
 
 /// Every callback and waker of a token, taken out by [`Shared::take_all`].
-type Taken = (Registry<Callback>, Registry<Waker>);
+type Taken = (Registry<Callback>, Wakers);
 
 #[derive(Default)]
 struct Registrations {
@@ -173,7 +174,7 @@ struct Registrations {
     /// Callbacks in registration order, run in that order.
     callbacks: Registry<Callback>,
     /// Wakers of pending `WaitCancelled` futures.
-    wakers: Registry<Waker>,
+    wakers: Wakers,
     /// The callback the cancelling thread is running right now, and that thread.
     running: Option<(Key, thread::ThreadId)>,
     /// The earliest deadline set on this token itself (see `deadline.rs`); its ancestors'
@@ -297,7 +298,7 @@ fn drop_each(taken: Option<Taken>) {
         callbacks.into_values().for_each(drop_contained);
     }
     if !wakers.is_empty() {
-        wakers.into_values().for_each(drop_contained);
+        wakers.for_each(drop_contained);
     }
 }
 

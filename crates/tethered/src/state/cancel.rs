@@ -1,6 +1,7 @@
 //! How a token leaves `ACTIVE`: a cancel (of this token, then of its descendants, with its
 //! callbacks run in order on the cancelling thread) or a seal.
 
+use super::wakers::ToWake;
 use super::{ACTIVE, BARE, CANCELLED, CANCELLING, SEALED, TokenState, drop_each, run_contained};
 use crate::reason::CancelReason;
 use crate::stats;
@@ -52,11 +53,10 @@ impl TokenState {
             // which would cost about as much as the rest of a child's cancel.
             let (wakers, has_callbacks) = match shared.regs.as_mut() {
                 Some(regs) => {
-                    let wakers =
-                        (!regs.wakers.is_empty()).then(|| std::mem::take(&mut regs.wakers));
+                    let wakers = regs.wakers.take();
                     (wakers, !regs.callbacks.is_empty())
                 }
-                None => (None, false),
+                None => (ToWake::None, false),
             };
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
@@ -86,12 +86,10 @@ impl TokenState {
         if sleepers > 0 {
             self.changed.notify_all();
         }
-        if let Some(wakers) = wakers {
-            // A waker is the executor's code: contained like ours.
-            wakers.for_each(|waker| {
-                run_contained(|| waker.wake());
-            });
-        }
+        // A waker is the executor's code: contained like ours.
+        wakers.for_each(|waker| {
+            run_contained(|| waker.wake());
+        });
         if has_callbacks {
             self.run_callbacks(reason);
         }

@@ -52,6 +52,19 @@ impl Wakers {
         }
     }
 
+    /// Takes every waker out, for a cancel to wake: the usual lone waker without moving the
+    /// (empty) list.
+    pub(super) fn take(&mut self) -> ToWake {
+        if self.rest.is_empty() {
+            match self.first.take() {
+                Some((_, waker)) => ToWake::One(waker),
+                None => ToWake::None,
+            }
+        } else {
+            ToWake::All(std::mem::take(self))
+        }
+    }
+
     /// Every waker, by value: the inline one first, then the rest in key order.
     pub(super) fn for_each(self, mut f: impl FnMut(Waker)) {
         if let Some((_, waker)) = self.first {
@@ -59,6 +72,24 @@ impl Wakers {
         }
         if !self.rest.is_empty() {
             self.rest.into_values().for_each(f);
+        }
+    }
+}
+
+/// What [`Wakers::take`] took out, to be woken.
+pub(super) enum ToWake {
+    None,
+    One(Waker),
+    All(Wakers),
+}
+
+impl ToWake {
+    /// Calls `f` with every waker taken.
+    pub(super) fn for_each(self, mut f: impl FnMut(Waker)) {
+        match self {
+            ToWake::None => {}
+            ToWake::One(waker) => f(waker),
+            ToWake::All(wakers) => wakers.for_each(f),
         }
     }
 }

@@ -67,9 +67,10 @@ impl Counters {
     /// The counts right now.
     pub(crate) fn snapshot(&self) -> NativeStats {
         let c = self;
+        let active = c.active.load(Ordering::Relaxed);
         NativeStats {
-            running: c.running.load(Ordering::Relaxed),
-            queued: c.queued.load(Ordering::Relaxed),
+            running: (active >> 32) as usize,
+            queued: (active & QUEUED_MASK) as usize,
             detached: c.detached.load(Ordering::Relaxed),
             spawned: c.spawned.load(Ordering::Relaxed),
             cancelled: c.cancelled.load(Ordering::Relaxed),
@@ -83,8 +84,9 @@ impl Counters {
 
 /// One set of job counters: the process-wide one, or a scope's.
 pub(crate) struct Counters {
-    running: AtomicUsize,
-    queued: AtomicUsize,
+    /// Queued jobs in the low 32 bits, running closures in the high 32: one word, so that a
+    /// job's start (one fewer queued, one more running) is one atomic update.
+    active: AtomicU64,
     detached: AtomicUsize,
     spawned: AtomicU64,
     cancelled: AtomicU64,
@@ -97,8 +99,7 @@ pub(crate) struct Counters {
 impl Counters {
     pub(crate) const fn new() -> Self {
         Counters {
-            running: AtomicUsize::new(0),
-            queued: AtomicUsize::new(0),
+            active: AtomicU64::new(0),
             detached: AtomicUsize::new(0),
             spawned: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -131,8 +132,10 @@ fn with<R>(f: impl FnOnce(&Counters) -> R) -> R {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Event {
     Queued,
+    /// Left the queue without starting (skipped, or dropped unrun).
     Dequeued,
-    Started,
+    /// Left the queue and started: one fewer queued and one more running, at once.
+    Began,
     Returned,
     Spawned,
     Cancelled,
@@ -144,15 +147,17 @@ pub(crate) enum Event {
 impl Counters {
     fn count(&self, event: Event) {
         let (counter, up) = match event {
-            Event::Queued => (&self.queued, true),
-            Event::Dequeued => (&self.queued, false),
-            Event::Started => (&self.running, true),
-            Event::Returned => (&self.running, false),
+            Event::Queued => return add(&self.active, 1),
+            Event::Dequeued => return sub(&self.active, 1),
+            // Adds one running and takes one queued away: the queued half is at least one
+            // (the job was counted queued), so the low half borrows nothing from the high one.
+            Event::Began => return add(&self.active, RUNNING_ONE - 1),
+            Event::Returned => return sub(&self.active, RUNNING_ONE),
             Event::Detached => (&self.detached, true),
             Event::DetachedFinished => (&self.detached, false),
-            Event::Spawned => return add(&self.spawned),
-            Event::Cancelled => return add(&self.cancelled),
-            Event::Panicked => return add(&self.panicked),
+            Event::Spawned => return add(&self.spawned, 1),
+            Event::Cancelled => return add(&self.cancelled, 1),
+            Event::Panicked => return add(&self.panicked, 1),
         };
         if up {
             counter.fetch_add(1, Ordering::Relaxed);
@@ -162,8 +167,17 @@ impl Counters {
     }
 }
 
-fn add(total: &AtomicU64) {
-    total.fetch_add(1, Ordering::Relaxed);
+/// One running closure in [`Counters::active`].
+const RUNNING_ONE: u64 = 1 << 32;
+/// The queued half of [`Counters::active`].
+const QUEUED_MASK: u64 = RUNNING_ONE - 1;
+
+fn add(total: &AtomicU64, amount: u64) {
+    total.fetch_add(amount, Ordering::Relaxed);
+}
+
+fn sub(total: &AtomicU64, amount: u64) {
+    total.fetch_sub(amount, Ordering::Relaxed);
 }
 
 /// Counts `event` process-wide, and in `scope`'s counters if the job belongs to a scope.

@@ -136,8 +136,7 @@ where
             self.skip(f, reason);
             return;
         }
-        self.count(Event::Started);
-        self.count(Event::Dequeued);
+        self.count(Event::Began);
         let outcome = self.span.in_scope(|| {
             // Named after the job while it runs, on whatever pool (restored when it returns).
             let _named = self.options.name.as_deref().map(ThreadName::set);
@@ -191,8 +190,7 @@ impl<T: Send + 'static> Job<T, External<T>> {
     /// running until [`complete`](Self::complete).
     pub(crate) fn start_external(&self) {
         if self.take_closure(|_| {}).is_some() {
-            self.count(Event::Started);
-            self.count(Event::Dequeued);
+            self.count(Event::Began);
         }
     }
 

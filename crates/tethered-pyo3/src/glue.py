@@ -21,12 +21,29 @@ def resolve(fut, how, value):
     """
     if fut.done():
         return
-    if how == RESULT:
-        fut.set_result(value)
-    elif how == EXCEPTION:
-        fut.set_exception(value)
-    else:
-        fut.cancel(value)
+    if how == EXCEPTION and isinstance(value, StopIteration):
+        # asyncio refuses a StopIteration in a future (TypeError: it "interacts badly with
+        # generators"), as Python turns one leaving a generator into a RuntimeError (PEP 479).
+        value = _replacement(value, "StopIteration")
+    try:
+        if how == RESULT:
+            fut.set_result(value)
+        elif how == EXCEPTION:
+            fut.set_exception(value)
+        else:
+            fut.cancel(value)
+    except BaseException as refused:  # noqa: BLE001 - the future must never stay pending
+        # Whatever the future refused, its awaiter still gets an answer: a future left pending
+        # here would hang the task that awaits it forever.
+        if not fut.done():
+            fut.set_exception(_replacement(refused, "an outcome the future refused"))
+
+
+def _replacement(cause, what):
+    """A RuntimeError that stands in for `cause`, which a future cannot carry."""
+    error = RuntimeError(f"native job raised {what}: {cause!r}")
+    error.__cause__ = cause
+    return error
 
 
 def cancel_message(exc):

@@ -3,7 +3,7 @@
 //! | The handle gives | The awaiting coroutine gets |
 //! | --- | --- |
 //! | `Ok(value)`, or `Err(NativeError::Cancelled { returned: Some(value), .. })` (the closure ran and returned after a cancel from a parent token or a scope) | the value, converted with [`IntoPyResult`](crate::IntoPyResult): asyncio has no stop that carries a value, so the closure decides what a stopped run returns |
-//! | `Ok(Err(err))` (a `PyResult` closure) | `err` raised |
+//! | `Ok(Err(err))` (a `PyResult` closure) | `err` raised; a `StopIteration`, which asyncio refuses to put in a future, as a `RuntimeError` whose `__cause__` is it (as PEP 479 does for generators) |
 //! | `Err(NativeError::Panicked(..))`, or a panic in the conversion | pyo3's `PanicException` with the panic message |
 //! | `Err(NativeError::Cancelled { reason, returned: None })` (stopped before its closure ran: by a parent token, a scope, the loop's shutdown) | `CancelledError(str(reason))`: the future is cancelled |
 //! | any other `Err` | `RuntimeError` with the error's message |

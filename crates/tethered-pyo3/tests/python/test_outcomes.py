@@ -20,6 +20,14 @@ async def test_closure_error_is_raised_as_that_python_exception():
         await ext.fail("bad input")
 
 
+async def test_a_closure_raising_stop_iteration_raises_runtime_error_instead_of_hanging():
+    # asyncio refuses a StopIteration in a future; the awaiter still gets an answer.
+    with pytest.raises(RuntimeError, match="StopIteration") as raised:
+        await asyncio.wait_for(ext.stop_iteration("no next item"), 10)
+    assert isinstance(raised.value.__cause__, StopIteration)
+    assert raised.value.__cause__.args == ("no next item",)
+
+
 async def test_panic_is_raised_as_panic_exception_with_its_message():
     # pyo3's PanicException derives from BaseException, as for a panicking #[pyfunction].
     with pytest.raises(BaseException, match="^boom 7$") as raised:

@@ -30,6 +30,15 @@ pub(crate) fn fail(py: Python<'_>, message: String) -> PyResult<Bound<'_, PyAny>
     })
 }
 
+/// `await stop_iteration(message)`: the closure returns `Err(StopIteration(message))`, as a
+/// native "next item" that has none does.
+#[pyfunction]
+pub(crate) fn stop_iteration(py: Python<'_>, message: String) -> PyResult<Bound<'_, PyAny>> {
+    tethered_pyo3::spawn_native(py, move |_token| -> PyResult<()> {
+        Err(pyo3::exceptions::PyStopIteration::new_err(message))
+    })
+}
+
 /// `await panic(message)`: the closure panics with `message`.
 #[pyfunction]
 pub(crate) fn panic(py: Python<'_>, message: String) -> PyResult<Bound<'_, PyAny>> {

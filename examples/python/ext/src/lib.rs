@@ -20,6 +20,7 @@ fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jobs::add, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::echo, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::fail, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::stop_iteration, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::panic, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::spin, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::spin_lingering, m)?)?;

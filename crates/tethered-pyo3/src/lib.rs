@@ -108,6 +108,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
+mod delivery;
 mod event_loop;
 mod exit;
 mod glue;

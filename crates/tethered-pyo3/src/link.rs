@@ -5,12 +5,13 @@
 //!   fut cancelled ──▶ done callback ──▶ abort.cancel(reason) ──▶ token.is_cancelled()
 //!   fut freed unsettled ──▶ callback dropped ──▶ abort.cancel(Dropped)
 //!   loop closed / interpreter exit ──▶ loop token ──▶ abort.cancel(Shutdown)
-//!   resolve(fut, ..) ◀── loop.call_soon_threadsafe ◀── waker: handle ready ◀── closure returns
+//!   resolve(fut, ..) ◀── loop.call_soon_threadsafe ◀── delivery thread ◀── waker: handle ready
 //! ```
 //!
 //! The job's [`AbortableNative`] handle is polled with a waker that is the link itself: the
-//! core wakes it from the thread that finished the job, which polls again, takes the result,
-//! converts it under the GIL and hands it to the loop. Cancels go through the job's
+//! core wakes it from the thread that finished the job, which polls again and takes the
+//! result; the crate's delivery thread (`delivery.rs`) converts it under the GIL and hands it
+//! to the loop, so no waking thread ever takes the GIL. Cancels go through the job's
 //! [`AbortHandle`], never through the handle, so a cancel that finishes a queued job (and
 //! wakes the link on the cancelling thread) never meets the handle's lock held by itself.
 //!
@@ -37,6 +38,7 @@ use tethered::{
     AbortHandle, AbortableNative, CallbackGuard, CancelReason, CancelToken, NativeError,
 };
 
+use crate::delivery;
 use crate::exit;
 use crate::glue::glue;
 use crate::outcome::{self, Convert};
@@ -127,7 +129,10 @@ impl Link {
         // Outside the job's lock (invariant 3): dropping the registration waits for its callback
         // if it runs right now on another thread, and that callback may be polling this link.
         drop(lock(&self.loop_link).take());
-        self.deliver(result);
+        // Not here: this may be a thread of the application's that cancelled the job, and it
+        // must not take the GIL (see `delivery.rs`).
+        let link = self.clone();
+        delivery::deliver(Box::new(move || link.deliver(result)));
     }
 
     fn deliver(&self, result: Result<Convert, NativeError<Convert>>) {

@@ -61,3 +61,15 @@ async def test_a_cancelled_task_frees_its_scope_slot_for_the_next_job():
     blocking.cancel()
     assert await returned(second)
     assert await returned(blocker)
+
+
+async def test_a_cancel_on_a_rust_thread_never_takes_the_gil_there():
+    # A queued job finishes on the thread that cancels it. That thread holds a lock of the
+    # application's; this thread holds the GIL and waits for that lock. Had the cancelling
+    # thread delivered the outcome itself, it would wait for the GIL: a deadlock.
+    parent = ext.Parent()
+    fut = ext.queued_child_of(parent)
+    holding = ext.cancel_on_a_rust_thread_holding_a_lock(parent)
+    assert holding.cancel_then_take_the_lock(5.0), "the cancelling thread waited for the GIL"
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(fut, 10)

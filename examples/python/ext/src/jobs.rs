@@ -220,3 +220,81 @@ pub(crate) fn stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> 
     dict.set_item("panicked", stats.panicked)?;
     Ok(dict)
 }
+
+/// Keeps every task it is given and never runs one: jobs on it stay queued until cancelled.
+struct NeverRuns;
+
+impl tethered::Spawner for NeverRuns {
+    fn spawn(&self, task: tethered::Runnable) -> Result<(), tethered::SpawnError> {
+        static KEPT: std::sync::Mutex<Vec<tethered::Runnable>> = std::sync::Mutex::new(Vec::new());
+        KEPT.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(task);
+        Ok(())
+    }
+}
+
+/// `await queued_child_of(parent)`: a job that never starts; a cancel of `parent` finishes it,
+/// on the thread that cancels.
+#[pyfunction]
+pub(crate) fn queued_child_of<'py>(
+    py: Python<'py>,
+    parent: &Bound<'py, Parent>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let parent = parent.get().source.token();
+    Builder::new()
+        .child_of(&parent)
+        .spawner(&NeverRuns)
+        .spawn(py, move |_token| 0u32)
+}
+
+/// A lock of the application's, held by a thread of its own while it cancels.
+static APP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Starts a Rust thread that takes [`APP_LOCK`], says so, cancels `parent` while holding it
+/// once told to go, then lets go. Returns the "go" signal's sender side as a function.
+#[pyfunction]
+pub(crate) fn cancel_on_a_rust_thread_holding_a_lock(parent: &Bound<'_, Parent>) -> CancelHolding {
+    let source = parent.get().source.clone();
+    let (locked_tx, locked) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let _held = APP_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = locked_tx.send(());
+        let _ = go_rx.recv();
+        source.cancel(CancelReason::custom("cancelled on a Rust thread"));
+    });
+    let _ = locked.recv();
+    CancelHolding { go: Some(go) }
+}
+
+/// The "go" of [`cancel_on_a_rust_thread_holding_a_lock`].
+#[pyclass]
+pub(crate) struct CancelHolding {
+    go: Option<std::sync::mpsc::Sender<()>>,
+}
+
+#[pymethods]
+impl CancelHolding {
+    /// Tells the thread to cancel, then takes [`APP_LOCK`] with the GIL held, as Python code
+    /// calling into a library that guards its state with that lock would. `True` if the lock
+    /// came within `timeout` seconds; `False` if the cancelling thread kept it (it waits for
+    /// the GIL this thread holds: a deadlock, broken here by the timeout).
+    fn cancel_then_take_the_lock(&mut self, timeout: f64) -> bool {
+        if let Some(go) = self.go.take() {
+            let _ = go.send(());
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout);
+        loop {
+            if APP_LOCK.try_lock().is_ok() {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}

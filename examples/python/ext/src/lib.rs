@@ -32,10 +32,16 @@ fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jobs::thread_name, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::pool_thread_name, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::spin_child_of, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::queued_child_of, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        jobs::cancel_on_a_rust_thread_holding_a_lock,
+        m
+    )?)?;
     m.add_function(wrap_pyfunction!(jobs::spin_in_scope, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::cancel_scope, m)?)?;
     m.add_class::<probe::Probe>()?;
     m.add_class::<naive::NaiveSpinner>()?;
     m.add_class::<jobs::Parent>()?;
+    m.add_class::<jobs::CancelHolding>()?;
     Ok(())
 }

@@ -107,6 +107,17 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// A job's outcome (and the link to its future) can be dropped on a native thread that does not
+// hold the GIL, which pyo3's reference pool makes safe: it defers the reference drops until a
+// thread holds the GIL. Without the pool, pyo3 aborts the process there instead.
+#[cfg(pyo3_disable_reference_pool)]
+compile_error!(
+    "tethered-pyo3 does not support `--cfg pyo3_disable_reference_pool`: a job's outcome and \
+     its future's reference can be dropped on a native thread without the GIL, which needs \
+     pyo3's reference pool; build without that cfg"
+);
+
+
 mod builder;
 mod delivery;
 mod event_loop;

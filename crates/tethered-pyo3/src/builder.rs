@@ -9,6 +9,7 @@ use pyo3::types::PyCFunction;
 use tethered::{AbortableNative, CancelToken, NativeScope, SpawnError, Spawner, ThreadSpawner};
 
 use crate::event_loop::{loop_token, running_loop};
+use crate::exit;
 use crate::glue::glue;
 use crate::into_py_result::IntoPyResult;
 use crate::link::{Link, reason_from_message};
@@ -138,6 +139,13 @@ impl<'a> Builder<'a> {
         F: FnOnce(CancelToken) -> R + Send + 'static,
         R: IntoPyResult<M>,
     {
+        if exit::exiting() {
+            return Err(PyRuntimeError::new_err(
+                "the interpreter is exiting (its atexit handlers are running, after \
+                 tethered-pyo3's own, which cancelled every native job): no native job starts \
+                 now, since nothing could deliver its outcome",
+            ));
+        }
         let event_loop = running_loop(py)?;
         let loop_token = loop_token(py, &event_loop)?;
         let future = event_loop.call_method0("create_future")?;

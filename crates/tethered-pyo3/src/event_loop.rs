@@ -77,10 +77,22 @@ pub(crate) fn loop_token(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyRes
             let _owned = &shutdown;
         },
     )?;
-    // An empty context: the timer would otherwise keep the spawning task's context alive.
+    // An empty context: the timer would otherwise keep the spawning task's context alive. A
+    // loop whose `call_later` takes no `context=` (older or hand-written loops) gets the plain
+    // call: the timer then keeps a context alive, and nothing fails.
     let context = py.import("contextvars")?.getattr("Context")?.call0()?;
     let kwargs = [("context", context)].into_py_dict(py)?;
-    event_loop.call_method("call_later", (SENTINEL_DELAY, sentinel), Some(&kwargs))?;
+    let scheduled = event_loop.call_method(
+        "call_later",
+        (SENTINEL_DELAY, sentinel.clone()),
+        Some(&kwargs),
+    );
+    if let Err(err) = scheduled {
+        if !err.is_instance_of::<PyTypeError>(py) {
+            return Err(err);
+        }
+        event_loop.call_method1("call_later", (SENTINEL_DELAY, sentinel))?;
+    }
     let entry = Bound::new(
         py,
         LoopEntry {

@@ -56,6 +56,13 @@ fn on_exit(py: Python<'_>) {
     py.detach(|| GATE.close());
 }
 
+/// Whether the exit hook has run: the interpreter is exiting, its `atexit` handlers run. A job
+/// started now would be cancelled at once and its outcome dropped at the closed gate, so its
+/// awaiter would wait forever: the spawning functions refuse it instead.
+pub(crate) fn exiting() -> bool {
+    EXIT.is_cancelled()
+}
+
 /// Enter before attaching to deliver an outcome; `None` once the interpreter is exiting.
 pub(crate) fn enter() -> Option<Pass> {
     GATE.enter()

@@ -117,7 +117,6 @@ compile_error!(
      pyo3's reference pool; build without that cfg"
 );
 
-
 mod builder;
 mod delivery;
 mod event_loop;

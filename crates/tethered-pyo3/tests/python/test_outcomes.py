@@ -71,3 +71,21 @@ async def test_a_script_that_halts_returns_its_registers():
         "steps": 11,
         "registers": {"x": 0, "y": 6},
     }
+
+
+class _LoopWithoutContext(asyncio.SelectorEventLoop):
+    """A loop whose `call_later` takes no `context=`, as older or hand-written loops."""
+
+    def call_later(self, delay, callback, *args):
+        return super().call_later(delay, callback, *args)
+
+
+def test_a_loop_whose_call_later_takes_no_context_still_runs_jobs():
+    async def add():
+        return await ext.add(20, 22)
+
+    loop = _LoopWithoutContext()
+    try:
+        assert loop.run_until_complete(add()) == 42
+    finally:
+        loop.close()

@@ -176,3 +176,32 @@ def test_naive_executor_job_keeps_the_interpreter_from_exiting():
         process.kill()
         process.wait()
         process.stdout.close()
+
+
+LATE_ATEXIT_SCRIPT = textwrap.dedent(
+    """
+    import asyncio
+    import atexit
+    import tethered_example as ext
+
+    async def add(a, b):
+        return await ext.add(a, b)
+
+    def late():
+        # Registered before the crate's own hook, so it runs after it.
+        try:
+            print("late:", asyncio.run(add(1, 2)), flush=True)
+        except RuntimeError as refused:
+            print("late: refused:", refused, flush=True)
+
+    atexit.register(late)
+    print("first:", asyncio.run(add(2, 3)), flush=True)  # registers the crate's hook
+    """
+)
+
+
+def test_a_job_started_from_a_later_atexit_handler_is_refused_not_hung():
+    done = run_python(LATE_ATEXIT_SCRIPT, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "first: 5" in done.stdout, done.stdout
+    assert "late: refused: the interpreter is exiting" in done.stdout, done.stdout

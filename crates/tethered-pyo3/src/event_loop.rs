@@ -4,9 +4,12 @@
 //! Event loops have no close hook, but asyncio's drop everything they have scheduled when they
 //! close (`BaseEventLoop.close` clears its ready queue and its timers), and everything they
 //! hold when they are freed. So the first job on a loop schedules a *sentinel*: a timer due in
-//! about 30 years whose callback owns the loop's cancel source and cancels it when dropped.
-//! The loop holds the only reference to it, so the sentinel goes exactly when the loop lets go
-//! of its timers: at `close()`, or when a loop that was never closed is freed. It costs
+//! about 30 years whose callback owns the loop's cancel source and cancels it when dropped,
+//! if the loop is closed or gone by then. The loop holds the only reference to it, so the
+//! sentinel goes when the loop lets go of its timers: at `close()`, or when a loop that was
+//! never closed is freed. A sentinel dropped while its loop is still open (a fake clock made
+//! it fall due, or code cancelled the loop's timers) hands the source to a fresh one instead,
+//! so the loop's jobs go on. It costs
 //! one timer per loop, and wakes an idle loop once a day at most (asyncio caps a selector
 //! wait at a day).
 //!
@@ -68,7 +71,30 @@ pub(crate) fn loop_token(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyRes
     }
     let source = exit.child();
     let token = source.token();
-    let shutdown = ShutdownOnDrop(source);
+    arm_sentinel(
+        event_loop,
+        ShutdownOnDrop {
+            source: Some(source),
+            event_loop: event_loop
+                .py()
+                .import("weakref")?
+                .call_method1("ref", (event_loop,))?
+                .unbind(),
+        },
+    )?;
+    let entry = Bound::new(
+        py,
+        LoopEntry {
+            token: token.clone(),
+        },
+    )?;
+    loops.set_item(event_loop, entry)?;
+    Ok(token)
+}
+
+/// Schedules the sentinel that carries `shutdown` on `event_loop`.
+fn arm_sentinel(event_loop: &Bound<'_, PyAny>, shutdown: ShutdownOnDrop) -> PyResult<()> {
+    let py = event_loop.py();
     let sentinel = PyCFunction::new_closure(
         py,
         Some(c"tethered_pyo3_loop_sentinel"),
@@ -93,21 +119,47 @@ pub(crate) fn loop_token(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyRes
         }
         event_loop.call_method1("call_later", (SENTINEL_DELAY, sentinel))?;
     }
-    let entry = Bound::new(
-        py,
-        LoopEntry {
-            token: token.clone(),
-        },
-    )?;
-    loops.set_item(event_loop, entry)?;
-    Ok(token)
+    Ok(())
 }
 
-/// Cancels the loop's source with [`CancelReason::Shutdown`] when dropped.
-struct ShutdownOnDrop(CancelSource);
+/// Cancels the loop's source with [`CancelReason::Shutdown`] when dropped, if the loop closed
+/// or is gone: a loop drops its timers when it closes, and all it holds when it is freed. A
+/// loop still open drops it for another reason: a fake clock (looptime) made it fall due and
+/// run, or code cancelled the loop's scheduled timers. Then the loop's jobs go on, and a fresh
+/// sentinel takes the source over.
+struct ShutdownOnDrop {
+    source: Option<CancelSource>,
+    /// A weak reference to the loop: the sentinel must not keep its loop alive.
+    event_loop: Py<PyAny>,
+}
 
 impl Drop for ShutdownOnDrop {
     fn drop(&mut self) {
-        self.0.cancel(CancelReason::Shutdown);
+        let Some(source) = self.source.take() else {
+            return;
+        };
+        let rearmed = Python::try_attach(|py| {
+            let event_loop = self.event_loop.bind(py).call0().ok()?;
+            if event_loop.is_none() {
+                return None; // freed
+            }
+            let closed = event_loop
+                .call_method0("is_closed")
+                .and_then(|closed| closed.is_truthy())
+                .unwrap_or(true);
+            if closed {
+                return None;
+            }
+            let weak = self.event_loop.clone_ref(py);
+            let shutdown = ShutdownOnDrop {
+                source: Some(source.clone()),
+                event_loop: weak,
+            };
+            arm_sentinel(&event_loop, shutdown).ok()
+        })
+        .flatten();
+        if rearmed.is_none() {
+            source.cancel(CancelReason::Shutdown);
+        }
     }
 }

@@ -67,8 +67,10 @@
 //! # When the loop goes away
 //!
 //! Event loops have no close hook; asyncio's drop their pending timers when they close, so the
-//! first job on a loop schedules a timer due in 30 years whose drop cancels the loop's jobs.
-//! What that gives:
+//! first job on a loop schedules a timer due in 30 years whose drop cancels the loop's jobs if
+//! the loop is closed (or gone) by then. A timer dropped while its loop is still open, because
+//! a fake clock (looptime) made it fall due or code cancelled the loop's timers, hands over to
+//! a fresh one and cancels nothing. What that gives:
 //!
 //! - `loop.close()` cancels every unfinished job started on the loop with
 //!   [`CancelReason::Shutdown`], before `close()` returns. (A loop that keeps its timers when
@@ -85,7 +87,8 @@
 //!   closed loop.
 //! - At interpreter exit, an `atexit` hook (registered with the first job) cancels every job
 //!   still running with `Shutdown` and waits, without the GIL and for 2 s at most, for the
-//!   outcomes being delivered. From then on no thread of this crate attaches to the
+//!   outcomes being delivered. A job started after it (from an `atexit` handler registered
+//!   before the first job, which runs later) is refused with `RuntimeError`. From then on no thread of this crate attaches to the
 //!   interpreter, so a closure that returns during finalization cannot crash it; exit does
 //!   not wait for closures that are still running (they end with the process).
 //!

@@ -8,8 +8,9 @@ import textwrap
 import time
 import warnings
 
+import pytest
 import tethered_example as ext
-from conftest import RETURN_WITHIN, Naive, awaiting, wait_until
+from conftest import RETURN_WITHIN, Naive, awaiting, returned, started, wait_until
 
 
 def test_loop_close_cancels_running_jobs_with_shutdown(capfd):
@@ -205,3 +206,53 @@ def test_a_job_started_from_a_later_atexit_handler_is_refused_not_hung():
     assert done.returncode == 0, done.stderr
     assert "first: 5" in done.stdout, done.stdout
     assert "late: refused: the interpreter is exiting" in done.stdout, done.stdout
+
+
+class _FakeClockLoop(asyncio.SelectorEventLoop):
+    """A loop whose clock can jump ahead, as a fake clock (looptime) makes it."""
+
+    ahead = 0.0
+
+    def time(self):
+        return super().time() + self.ahead
+
+
+def _spin_for_a_while(loop_change):
+    """Starts a spinning job, lets `loop_change(loop)` happen, and reports whether the job was
+    left running (not cancelled with Shutdown) until the test cancelled it itself."""
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        probe = ext.Probe()
+        task = asyncio.create_task(awaiting(ext.spin(probe)))
+        await started(probe)
+        loop_change(loop)
+        for _ in range(5):
+            await asyncio.sleep(0.01)
+        still_running = probe.running and probe.reason is None
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await returned(probe)
+        return still_running
+
+    loop = _FakeClockLoop()
+    try:
+        return loop.run_until_complete(scenario())
+    finally:
+        loop.close()
+
+
+def test_a_fake_clock_that_jumps_decades_ahead_does_not_shut_the_loops_jobs_down():
+    def jump(loop):
+        loop.ahead = 2e9  # past the sentinel's due time: the loop runs it
+
+    assert _spin_for_a_while(jump), "the loop's jobs were cancelled with Shutdown"
+
+
+def test_code_that_cancels_the_loops_timers_does_not_shut_the_loops_jobs_down():
+    def sweep(loop):
+        for handle in list(loop._scheduled):
+            handle.cancel()
+
+    assert _spin_for_a_while(sweep), "the loop's jobs were cancelled with Shutdown"

@@ -4,6 +4,7 @@ Compiled once per interpreter by glue.rs; nothing here is public API.
 """
 
 import asyncio
+import collections.abc
 
 # How `resolve` settles a future (the Rust side passes these numbers).
 RESULT = 0
@@ -53,24 +54,76 @@ def cancel_message(exc):
     return None
 
 
-async def joined(fut, cancel):
+class Joined:
     """Awaits `fut`; when the awaiting task is cancelled, cancels the native job with
     `cancel(message)` and lets the CancelledError through only once the job has returned.
 
-    `asyncio.wait` never cancels what it waits for, so the job's future stays pending until the
-    native code has returned and its outcome has arrived. Cancels that come while waiting are
-    absorbed: the first one is re-raised at the end.
+    A coroutine by hand rather than an `async def`: a coroutine cancelled before its first step
+    never runs its own body (asyncio throws the CancelledError in at the start), so an
+    `async def` could not cancel the job, nor wait for it, when the cancel comes that early (a
+    TaskGroup sibling failing at once). Registered as a `collections.abc.Coroutine`, it goes
+    wherever asyncio, anyio and TaskGroups take a coroutine.
+
+    It never lets the task cancel `fut` itself: the task waits on a separate waiter future, so
+    the job's future stays pending until the native code has returned and its outcome arrived.
+    Cancels that come while waiting are absorbed; the first one is raised at the end.
     """
-    try:
-        await asyncio.wait((fut,))
-    except asyncio.CancelledError as cancelled:
-        cancel(cancel_message(cancelled))
-        while not fut.done():
-            try:
-                await asyncio.wait((fut,))
-            except asyncio.CancelledError:
-                pass
-        if not fut.cancelled():
-            fut.exception()  # retrieved: asyncio would log an exception nobody looked at
-        raise
-    return fut.result()
+
+    __slots__ = ("_fut", "_cancel", "_cancelled", "_closed")
+
+    def __init__(self, fut, cancel):
+        self._fut = fut
+        self._cancel = cancel
+        self._cancelled = None
+        self._closed = False
+
+    def __await__(self):
+        return self
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.send(None)
+
+    def send(self, _value):
+        return self._step()
+
+    def throw(self, typ, value=None, traceback=None):
+        if value is None:
+            value = typ() if isinstance(typ, type) else typ
+        if isinstance(value, asyncio.CancelledError):
+            if self._cancelled is None:
+                self._cancelled = value
+                self._cancel(cancel_message(value))
+            return self._step()
+        self._closed = True
+        raise value
+
+    def close(self):
+        # Closed unfinished (its task was destroyed without finishing): stop the job.
+        if not self._closed and not self._fut.done():
+            self._cancel(None)
+        self._closed = True
+
+    def _step(self):
+        fut = self._fut
+        if fut.done():
+            self._closed = True
+            if self._cancelled is not None:
+                if not fut.cancelled():
+                    fut.exception()  # retrieved: asyncio would log an exception nobody looked at
+                raise self._cancelled
+            raise StopIteration(fut.result())
+        waiter = fut.get_loop().create_future()
+        fut.add_done_callback(lambda _done, waiter=waiter: waiter.done() or waiter.set_result(None))
+        waiter._asyncio_future_blocking = True
+        return waiter
+
+
+collections.abc.Coroutine.register(Joined)
+
+
+def joined(fut, cancel):
+    """The joined variant's awaitable: see `Joined`."""
+    return Joined(fut, cancel)

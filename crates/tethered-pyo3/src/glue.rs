@@ -25,7 +25,7 @@ pub(crate) enum Settle {
 pub(crate) struct Glue {
     /// `resolve(fut, how, value)`.
     pub(crate) resolve: Py<PyAny>,
-    /// `joined(fut, cancel)`, a coroutine function.
+    /// `joined(fut, cancel)`: the joined variant's awaitable, a coroutine by hand.
     pub(crate) joined: Py<PyAny>,
     /// `asyncio.get_running_loop`.
     pub(crate) get_running_loop: Py<PyAny>,

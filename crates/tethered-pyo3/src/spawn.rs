@@ -68,8 +68,12 @@ where
 ///
 /// Use it when the caller must know the native code is done once the cancellation completed:
 /// it holds a lock, a file, a connection, or state the next request reuses. The awaitable is
-/// a coroutine; further cancels while it waits are absorbed, and `asyncio.wait_for` and
-/// `asyncio.timeout` raise their `TimeoutError` only after `f` returned.
+/// a coroutine (one written by hand, registered as a `collections.abc.Coroutine`), so it goes
+/// to `asyncio.create_task`, `TaskGroup.create_task`, `asyncio.gather`, `asyncio.wait_for` and
+/// anyio's `start_soon`; a cancel that comes before its first step (a `TaskGroup` sibling
+/// failing at once) still cancels the job and waits for it. Further cancels while it waits
+/// are absorbed, and `asyncio.wait_for` and `asyncio.timeout` raise their `TimeoutError` only
+/// after `f` returned.
 ///
 /// # Errors
 ///

@@ -112,3 +112,40 @@ def test_naive_joining_waits_forever_where_tethered_joining_returns():
     with naive:
         anyio.run(main, backend="asyncio")
     assert exited["tethered"]
+
+
+async def test_joined_cancelled_before_its_first_step_still_cancels_and_waits():
+    # A TaskGroup sibling failing at once cancels a task before it ever ran: the joined
+    # awaitable still cancels the job and waits for its native return.
+    probe = ext.Probe()
+    joined = ext.spin_joined(probe)  # the job starts here
+    await started(probe)
+    task = asyncio.create_task(joined)
+    task.cancel()  # before the task's first step
+    asyncio.get_running_loop().call_later(RELEASE_AFTER, probe.release)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert probe.returned, "CancelledError came before the native code returned"
+    assert probe.reason == "Dropped"
+
+
+async def test_joined_goes_wherever_a_coroutine_goes():
+    assert asyncio.iscoroutine(ext.echo_joined(1))
+    assert await asyncio.create_task(ext.echo_joined(2)) == 2
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(ext.echo_joined(3))
+    assert task.result() == 3
+    assert await asyncio.gather(ext.echo_joined(4), ext.echo_joined(5)) == [4, 5]
+    assert await asyncio.wait_for(ext.echo_joined(6), 10) == 6
+
+
+async def test_joined_runs_under_anyio_start_soon():
+    results = []
+
+    async def keep(value):
+        results.append(await ext.echo_joined(value))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(keep, 7)
+        group.start_soon(ext.echo_joined, 8)
+    assert results == [7]

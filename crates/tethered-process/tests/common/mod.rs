@@ -87,6 +87,14 @@ impl Proc {
         }
     }
 
+    /// The process `pid` is now, or `None` if it is gone already (reaped).
+    pub fn try_of(pid: u32) -> Option<Proc> {
+        stat(pid).map(|stat| Proc {
+            pid,
+            start: stat.start,
+        })
+    }
+
     fn stat(&self) -> Option<Stat> {
         stat(self.pid).filter(|stat| stat.start == self.start)
     }

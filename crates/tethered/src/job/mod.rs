@@ -77,6 +77,7 @@ use std::time::Duration;
 
 use crate::callback::CallbackGuard;
 use crate::error::NativeError;
+use crate::reason::CancelReason;
 use crate::spawn_error::SpawnError;
 use crate::stats::{self, Counters, Event};
 use crate::sync::{Arc, Condvar, Mutex};
@@ -205,6 +206,13 @@ pub(crate) trait JobControl: Send + Sync {
     /// After a cancel: a job whose closure has not started finishes now, with the cancel's
     /// reason, its closure dropped unrun; the pool's later run of its task does nothing.
     fn finish_if_queued(&self);
+    /// Stops a job that must never run (its spawner refused it, or it is made stopped): its
+    /// token is cancelled with `reason` (unless cancelled already) and it finishes unrun now,
+    /// so a task that a spawner kept anyway only finds it finished.
+    fn stop_unrun(&self, reason: CancelReason) {
+        self.source().cancel(reason);
+        self.finish_if_queued();
+    }
     /// Keeps `guard` until the job finishes (drops it at once if it has).
     fn keep_guard(&self, guard: CallbackGuard);
     /// Whether a scope tracks the job.

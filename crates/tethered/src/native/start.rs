@@ -62,8 +62,7 @@ impl<T: Send + 'static> AbortableNative<T> {
         let (job, task) = Self::prepare(None, JobOptions::default(), None, |_| {
             unreachable!("a job made cancelled never runs its closure")
         });
-        job.source().cancel(reason);
-        job.finish_if_queued();
+        job.stop_unrun(reason);
         job.accept_refused();
         // Dropping the task now only finds the job finished.
         drop(task);
@@ -122,10 +121,8 @@ impl<T: Send + 'static> AbortableNative<T> {
     {
         let (job, task) = Self::prepare(parent, options, observer, f);
         if let Err(err) = submit(spawner, task) {
-            // Refused: the job finishes unrun at once, so a spawner that returned `Err` but
-            // kept the task (and runs it later) only finds it finished.
-            job.source().cancel(CancelReason::Shutdown);
-            job.finish_if_queued();
+            // Refused: the job finishes unrun at once.
+            job.stop_unrun(CancelReason::Shutdown);
             return Err(err);
         }
         Self::accepted(job, spawner)

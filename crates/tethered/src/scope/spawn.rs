@@ -67,10 +67,8 @@ impl NativeScope {
         };
         if let Some(runnable) = submit_now {
             if let Err(err) = submit(&*self.state.spawner, runnable) {
-                // Refused: the job finishes unrun at once (and leaves the scope), so a spawner
-                // that returned `Err` but kept the task only finds it finished.
-                job.source().cancel(CancelReason::Shutdown);
-                job.finish_if_queued();
+                // Refused: the job finishes unrun at once, and leaves the scope.
+                job.stop_unrun(CancelReason::Shutdown);
                 return Err(err);
             }
         }

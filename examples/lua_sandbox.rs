@@ -138,9 +138,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 returned: Some(returned),
             }) => match *returned {
                 Err(err) => err,
-                finished => {
-                    let other = finished;
-                    return Err(format!("{name}: never ends by itself: {other:?}").into());
+                Ok(value) => {
+                    return Err(
+                        format!("{name}: never ends by itself: finished with {value:?}").into(),
+                    );
                 }
             },
             other => return Err(format!("{name}: never ends by itself: {other:?}").into()),

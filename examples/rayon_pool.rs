@@ -89,9 +89,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             returned: Some(returned),
         }) => match *returned {
             Err(err) => err,
-            finished => {
-                let other = finished;
-                return Err(format!("a billion items take far longer: {other:?}").into());
+            Ok(value) => {
+                return Err(
+                    format!("a billion items take far longer: finished with {value:?}").into(),
+                );
             }
         },
         other => return Err(format!("a billion items take far longer: {other:?}").into()),

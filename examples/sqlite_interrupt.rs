@@ -98,9 +98,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             returned: Some(returned),
         }) => match *returned {
             Err(err) => err,
-            finished => {
-                let other = finished;
-                return Err(format!("a trillion rows take hours: {other:?}").into());
+            Ok(value) => {
+                return Err(format!("a trillion rows take hours: finished with {value:?}").into());
             }
         },
         other => return Err(format!("a trillion rows take hours: {other:?}").into()),

@@ -75,9 +75,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             returned: Some(returned),
         }) => match *returned {
             Err(err) => err,
-            finished => {
-                let other = finished;
-                return Err(format!("the peer never answers: {other:?}").into());
+            Ok(value) => {
+                return Err(format!("the peer never answers: finished with {value:?}").into());
             }
         },
         other => return Err(format!("the peer never answers: {other:?}").into()),

@@ -20,12 +20,11 @@
 //!
 //! Run with: cargo bench -p benchmarks --bench busy_paired
 
-use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use benchmarks::{Invocation, Paired, Probe, write_results};
+use benchmarks::{Invocation, Paired, Probe, spin_until, write_results};
 use tethered::AbortableNative;
 
 /// One sample of one variant: the latency from right before the cancel to the closure seeing
@@ -37,11 +36,7 @@ fn pool_atomic_bool() -> Duration {
     let flag = Arc::new(AtomicBool::new(false));
     let polled = flag.clone();
     drop(tokio::task::spawn_blocking(move || {
-        ready.store(true, Ordering::Release);
-        while !polled.load(Ordering::Acquire) {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
+        spin_until(&ready, &tx, || polled.load(Ordering::Acquire))
     }));
     probe.wait_ready();
     probe.time(|| flag.store(true, Ordering::Release))
@@ -49,13 +44,8 @@ fn pool_atomic_bool() -> Duration {
 
 fn pool_tethered() -> Duration {
     let (probe, ready, tx) = Probe::new();
-    let job = tethered_tokio::spawn_native(move |token| {
-        ready.store(true, Ordering::Release);
-        while !token.is_cancelled() {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
-    });
+    let job =
+        tethered_tokio::spawn_native(move |token| spin_until(&ready, &tx, || token.is_cancelled()));
     probe.wait_ready();
     probe.time(|| drop(job))
 }
@@ -66,11 +56,7 @@ fn thread_atomic_bool() -> Duration {
     let polled = flag.clone();
     // Detached, as the tethered job's thread is once its handle is dropped.
     drop(std::thread::spawn(move || {
-        ready.store(true, Ordering::Release);
-        while !polled.load(Ordering::Acquire) {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
+        spin_until(&ready, &tx, || polled.load(Ordering::Acquire))
     }));
     probe.wait_ready();
     probe.time(|| flag.store(true, Ordering::Release))
@@ -78,13 +64,7 @@ fn thread_atomic_bool() -> Duration {
 
 fn thread_tethered() -> Duration {
     let (probe, ready, tx) = Probe::new();
-    let job = AbortableNative::spawn(move |token| {
-        ready.store(true, Ordering::Release);
-        while !token.is_cancelled() {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
-    });
+    let job = AbortableNative::spawn(move |token| spin_until(&ready, &tx, || token.is_cancelled()));
     probe.wait_ready();
     probe.time(|| drop(job))
 }

@@ -18,12 +18,11 @@
 //!
 //! Run with: cargo bench -p benchmarks --bench latency
 
-use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use benchmarks::{Invocation, Probe, Summary, write_results};
+use benchmarks::{Invocation, Probe, Summary, spin_until, write_results};
 use tethered::AbortableNative;
 use tethered_tokio::TokioSpawner;
 use tokio::runtime::Handle;
@@ -37,13 +36,7 @@ fn busy_atomic_bool(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
     let flag = Arc::new(AtomicBool::new(false));
     let polled = flag.clone();
-    drop(pool.spawn_blocking(move || {
-        ready.store(true, Ordering::Release);
-        while !polled.load(Ordering::Acquire) {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
-    }));
+    drop(pool.spawn_blocking(move || spin_until(&ready, &tx, || polled.load(Ordering::Acquire))));
     probe.wait_ready();
     probe.time(|| flag.store(true, Ordering::Release))
 }
@@ -52,11 +45,7 @@ fn busy_tethered(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
     let job = AbortableNative::builder()
         .spawn_on(spawner, move |token| {
-            ready.store(true, Ordering::Release);
-            while !token.is_cancelled() {
-                black_box(());
-            }
-            let _ = tx.send(Instant::now());
+            spin_until(&ready, &tx, || token.is_cancelled())
         })
         .expect("the pool takes the job");
     probe.wait_ready();
@@ -67,13 +56,11 @@ fn busy_source_cancel(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
     let source = tethered::CancelSource::new();
     let token = source.token();
-    drop(spawner.handle().spawn_blocking(move || {
-        ready.store(true, Ordering::Release);
-        while !token.is_cancelled() {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
-    }));
+    drop(
+        spawner
+            .handle()
+            .spawn_blocking(move || spin_until(&ready, &tx, || token.is_cancelled())),
+    );
     probe.wait_ready();
     probe.time(|| {
         source.cancel(tethered::CancelReason::Dropped);
@@ -84,13 +71,7 @@ fn busy_tokio_util(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
     let guard = CancellationToken::new().drop_guard();
     let polled = guard.token().clone();
-    drop(pool.spawn_blocking(move || {
-        ready.store(true, Ordering::Release);
-        while !polled.is_cancelled() {
-            black_box(());
-        }
-        let _ = tx.send(Instant::now());
-    }));
+    drop(pool.spawn_blocking(move || spin_until(&ready, &tx, || polled.is_cancelled())));
     probe.wait_ready();
     probe.time(|| drop(guard))
 }

@@ -223,6 +223,22 @@ impl Probe {
     }
 }
 
+/// The busy closure of the cancel-to-observe benchmarks: says it polls, spins (one check of
+/// `stopped` per turn) until `stopped` says so, and sends the time at which it saw it. Generic,
+/// so each caller's check is inlined into its own loop, as if written there.
+#[inline]
+pub fn spin_until(
+    ready: &AtomicBool,
+    seen: &SyncSender<Instant>,
+    mut stopped: impl FnMut() -> bool,
+) {
+    ready.store(true, Ordering::Release);
+    while !stopped() {
+        std::hint::black_box(());
+    }
+    let _ = seen.send(Instant::now());
+}
+
 /// Order statistics of a set of latency samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {

@@ -94,11 +94,8 @@ impl tethered::Spawner for KeepsAndRefuses {
 
 /// Children of this process whose command line holds `marker`, zombies included.
 fn children_marked(marker: &str) -> Vec<u32> {
-    let me = std::process::id();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| common::stat(pid).is_some_and(|stat| stat.ppid == me))
+    common::children()
+        .into_iter()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
                 .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))

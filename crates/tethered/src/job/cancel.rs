@@ -139,7 +139,7 @@ where
         NativeError::Abandoned {
             reason: self
                 .source
-                .token()
+                .state
                 .reason()
                 .unwrap_or(CancelReason::Requested),
             grace,
@@ -167,7 +167,7 @@ where
     /// callback ran: then the cancel is traced here, and its time counts as zero.
     #[cfg(feature = "tracing")]
     pub(super) fn trace_return(&self) {
-        let Some(reason) = self.source.token().reason() else {
+        let Some(reason) = self.source.state.reason() else {
             self.span.returned(None);
             return;
         };

@@ -41,7 +41,7 @@ where
         };
         let reason = self
             .source
-            .token()
+            .state
             .reason()
             .unwrap_or(CancelReason::Requested);
         self.skip(f, reason);

@@ -97,18 +97,24 @@ fn a_timeout_that_fires_as_the_job_finishes_never_loses_the_result() {
                 );
                 ok += 1;
             }
-            // The cancel won: the job had not started (`Cancelled`), or its closure was
-            // running and the race stopped waiting (`Abandoned`).
-            Err(
-                NativeError::Cancelled {
-                    reason: CancelReason::Timeout,
-                    returned: None,
-                }
-                | NativeError::Abandoned {
-                    reason: CancelReason::Timeout,
-                    ..
-                },
-            ) => {
+            // The cancel won: the job had not started (`Cancelled`, nothing returned), its
+            // closure returned between the cancel and the race's second look (`Cancelled`,
+            // with what it returned), or it was still running (`Abandoned`).
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned,
+            }) => {
+                assert!(
+                    returned.as_deref().is_none_or(|&value| value == 42),
+                    "{returned:?}"
+                );
+                assert_eq!(token.reason(), Some(CancelReason::Timeout));
+                cancelled += 1;
+            }
+            Err(NativeError::Abandoned {
+                reason: CancelReason::Timeout,
+                ..
+            }) => {
                 assert_eq!(token.reason(), Some(CancelReason::Timeout));
                 cancelled += 1;
             }

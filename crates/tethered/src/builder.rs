@@ -211,6 +211,51 @@ impl Builder {
     pub fn external<T: Send + 'static>(self) -> (AbortableNative<T>, Completer<T>) {
         AbortableNative::external(self.parent.as_ref(), self.options)
     }
+
+    /// A job whose work runs elsewhere, started in `scope` once the scope has a slot for it:
+    /// `start` gets the job's [`Completer`] at once, on this thread, if a slot is free (or the
+    /// scope has no limit); otherwise on the scope's spawner when a slot frees. The job holds
+    /// its slot until it completes, so [`NativeScope::with_max_running`] bounds how much of
+    /// that work exists at once (a process supervisor bounds live children so). A job
+    /// cancelled while it waits finishes stopped (`Cancelled { returned: None, .. }`) and
+    /// `start` is dropped, never called.
+    ///
+    /// `start` should only begin the work (hand it to a thread, a loop, a supervisor) and
+    /// return. A panic in it drops the completer, which finishes the job as stopped.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::ScopeClosed`] once the scope is shut down.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, NativeScope};
+    ///
+    /// let scope = NativeScope::new().with_max_running(1);
+    /// let (first_tx, first_rx) = std::sync::mpsc::channel();
+    /// let first = AbortableNative::builder()
+    ///     .external_in(&scope, move |completer| first_tx.send(completer).unwrap())?;
+    /// let second = AbortableNative::builder().external_in(&scope, |completer| completer.complete(2))?;
+    /// let third = AbortableNative::builder()
+    ///     .external_in(&scope, |_: tethered::Completer<u32>| unreachable!("cancelled while waiting"))?;
+    /// third.cancel(CancelReason::Requested); // waits for a slot: leaves at once, never started
+    /// assert!(third.join_blocking().unwrap_err().returned().is_none());
+    /// // `first` holds the only slot; its work completes it, and `second` starts.
+    /// first_rx.recv().unwrap().complete(1);
+    /// assert_eq!(first.join_blocking()?, 1);
+    /// assert_eq!(second.join_blocking()?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn external_in<T, S>(
+        self,
+        scope: &NativeScope,
+        start: S,
+    ) -> Result<AbortableNative<T>, SpawnError>
+    where
+        T: Send + 'static,
+        S: FnOnce(Completer<T>) + Send + 'static,
+    {
+        scope.external_with(self.parent.as_ref(), self.options, start)
+    }
 }
 
 impl AbortableNative<()> {

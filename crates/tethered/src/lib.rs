@@ -145,6 +145,7 @@ mod cancel_on_drop;
 mod cancel_when;
 mod completer;
 mod contain;
+mod deferred;
 mod error;
 mod handle;
 mod job;

@@ -121,3 +121,115 @@ fn an_external_job_completed_by_another_thread_wakes_its_awaiting_task() {
         worker.join().unwrap();
     }
 }
+
+#[test]
+fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_starts_later() {
+    let scope = tethered::NativeScope::new().with_max_running(2);
+    let (started_tx, started) = mpsc::channel::<(usize, tethered::Completer<usize>)>();
+    let jobs: Vec<_> = (0..5)
+        .map(|i| {
+            let started_tx = started_tx.clone();
+            AbortableNative::builder()
+                .external_in(&scope, move |completer| {
+                    started_tx.send((i, completer)).unwrap();
+                })
+                .unwrap()
+        })
+        .collect();
+    // Two slots: the first two started on this thread, at once; three wait, unstarted.
+    let mut live: Vec<_> = started.try_iter().collect();
+    assert_eq!(live.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1]);
+    let counts = scope.stats();
+    assert_eq!((counts.running, counts.queued), (2, 3));
+    // Each completion frees a slot; the next waiting job starts on the scope's spawner.
+    let mut begun = 2;
+    while let Some((i, completer)) = (!live.is_empty()).then(|| live.remove(0)) {
+        completer.complete(i * 10);
+        if begun < 5 {
+            let next = started.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(next.0, begun);
+            live.push(next);
+            begun += 1;
+        }
+        assert!(scope.stats().running <= 2);
+    }
+    let results: Vec<_> = jobs.into_iter().map(|job| job.join_blocking().unwrap()).collect();
+    assert_eq!(results, [0, 10, 20, 30, 40]);
+    assert_eq!(scope.len(), 0);
+}
+
+#[test]
+fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() {
+    let scope = tethered::NativeScope::new().with_max_running(1);
+    let (keep_tx, keep) = mpsc::channel();
+    let first = AbortableNative::builder()
+        .external_in(&scope, move |completer: tethered::Completer<()>| {
+            keep_tx.send(completer).unwrap()
+        })
+        .unwrap();
+    let (ran_tx, ran) = mpsc::channel::<()>();
+    let waiting = AbortableNative::builder()
+        .external_in(&scope, move |completer: tethered::Completer<()>| {
+            ran_tx.send(()).unwrap();
+            completer.complete(());
+        })
+        .unwrap();
+    assert_eq!(scope.stats().queued, 1);
+    assert!(waiting.cancel(CancelReason::Timeout));
+    let stopped = waiting.join_blocking().unwrap_err();
+    assert!(matches!(
+        stopped,
+        NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: None
+        }
+    ));
+    assert_eq!(scope.len(), 1);
+    keep.recv().unwrap().complete(());
+    first.join_blocking().unwrap();
+    // Its start was dropped, never called, also once the slot freed.
+    assert!(ran.recv_timeout(Duration::from_millis(200)).is_err());
+    assert_eq!(scope.len(), 0);
+}
+
+#[test]
+fn a_panicking_start_stops_its_job_and_frees_the_slot() {
+    let scope = tethered::NativeScope::new().with_max_running(1);
+    let broken = AbortableNative::builder()
+        .external_in(&scope, |_completer: tethered::Completer<u8>| {
+            panic!("the start failed")
+        })
+        .unwrap();
+    let stopped = broken.join_blocking().unwrap_err();
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+    let next = AbortableNative::builder()
+        .external_in(&scope, |completer| completer.complete(5u8))
+        .unwrap();
+    assert_eq!(next.join_blocking().unwrap(), 5);
+}
+
+#[test]
+fn a_closed_scope_refuses_an_external_job_and_never_starts_it() {
+    let scope = tethered::NativeScope::new();
+    scope.shutdown_blocking(Duration::from_secs(1));
+    let refused = AbortableNative::builder()
+        .external_in(&scope, |_completer: tethered::Completer<()>| {
+            unreachable!("a closed scope starts nothing")
+        })
+        .unwrap_err();
+    assert!(matches!(refused, tethered::SpawnError::ScopeClosed));
+}
+
+#[test]
+fn a_scope_whose_outer_token_is_cancelled_never_starts_an_external_job() {
+    let server = CancelSource::new();
+    let scope = tethered::NativeScope::new().child_of(&server.token());
+    server.cancel(CancelReason::Shutdown);
+    let job = AbortableNative::builder()
+        .external_in(&scope, |_completer: tethered::Completer<()>| {
+            unreachable!("its token was cancelled before the start")
+        })
+        .unwrap();
+    let stopped = job.join_blocking().unwrap_err();
+    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+}

@@ -194,6 +194,21 @@ impl<T: Send + 'static> Job<T, External<T>> {
         }
     }
 
+    /// Starts an external job whose start waited (for a scope's slot): `false`, with the job
+    /// finished (or finishing) as stopped, if its token was cancelled meanwhile or it finished
+    /// already; then its work must not start.
+    pub(crate) fn begin_external(&self) -> bool {
+        let Some(placeholder) = self.take_closure(|_| {}) else {
+            return false;
+        };
+        if let Some(reason) = self.source.token().reason() {
+            self.skip(placeholder, reason);
+            return false;
+        }
+        self.count(Event::Began);
+        true
+    }
+
     /// Finishes an external job: with `Some(value)` as a closure's return (the seal decides
     /// whether a cancel came first), with `None` as stopped (the work was lost).
     pub(crate) fn complete(&self, value: Option<T>) {

@@ -145,7 +145,7 @@ impl<T: Send + 'static> AbortableNative<T> {
     }
 
     /// Makes a job and registers what it needs on its token.
-    fn make<F>(
+    pub(crate) fn make<F>(
         parent: Option<&CancelToken>,
         mut options: JobOptions,
         observer: Option<Arc<dyn FinishObserver>>,

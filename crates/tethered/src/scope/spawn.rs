@@ -1,11 +1,14 @@
 //! Starting a job in a scope: it takes a slot or waits for one, and the scope lists it.
+//! An external job's start (`Builder::external_in`) takes a slot the same way.
 
 use super::{Entry, Lifecycle, NativeScope};
-use crate::job::{FinishObserver, JobControl, JobOptions};
+use crate::completer::Completer;
+use crate::deferred::Deferred;
+use crate::job::{FinishObserver, Job, JobControl, JobOptions, external_placeholder};
 use crate::native::AbortableNative;
 use crate::reason::CancelReason;
 use crate::spawn_error::SpawnError;
-use crate::spawner::submit;
+use crate::spawner::{Runnable, submit};
 use crate::sync::{self, Arc};
 use crate::token::CancelToken;
 
@@ -25,6 +28,47 @@ impl NativeScope {
         let (job, runnable) =
             AbortableNative::prepare(Some(&generation), options, Some(observer), f);
         drop(generation);
+        self.admit(job, runnable, parent, Dispatch::Spawner)
+    }
+
+    /// An external job whose work `start` begins once the scope has a slot for it (see
+    /// `Builder::external_in`).
+    pub(crate) fn external_with<T, S>(
+        &self,
+        parent: Option<&CancelToken>,
+        options: JobOptions,
+        start: S,
+    ) -> Result<AbortableNative<T>, SpawnError>
+    where
+        T: Send + 'static,
+        S: FnOnce(Completer<T>) + Send + 'static,
+    {
+        let generation = sync::lock(&self.state.inner).generation.token();
+        let observer: Arc<dyn FinishObserver> = self.state.clone();
+        let job = AbortableNative::make(
+            Some(&generation),
+            options,
+            Some(observer),
+            external_placeholder::<T>(),
+        );
+        drop(generation);
+        let runnable = Runnable::new(Arc::new(Deferred::new(job.clone(), start)));
+        self.admit(job, runnable, parent, Dispatch::Inline)
+    }
+
+    /// Lists `job` in the scope, and hands its runnable out now (a slot is free) or queues it
+    /// until a slot frees.
+    fn admit<T, F>(
+        &self,
+        job: Arc<Job<T, F>>,
+        runnable: Runnable,
+        parent: Option<&CancelToken>,
+        dispatch: Dispatch,
+    ) -> Result<AbortableNative<T>, SpawnError>
+    where
+        T: Send + 'static,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
         if let Some(parent) = parent {
             // A second parent, besides the scope's: linked by a callback that the job drops
             // when it finishes.
@@ -66,7 +110,14 @@ impl NativeScope {
             submit_now
         };
         if let Some(runnable) = submit_now {
-            if let Err(err) = submit(&*self.state.spawner, runnable) {
+            let submitted = match dispatch {
+                Dispatch::Spawner => submit(&*self.state.spawner, runnable),
+                Dispatch::Inline => {
+                    runnable.run();
+                    Ok(())
+                }
+            };
+            if let Err(err) = submitted {
                 // Refused: the job finishes unrun at once, and leaves the scope.
                 job.stop_unrun(CancelReason::Shutdown);
                 return Err(err);
@@ -80,4 +131,14 @@ impl NativeScope {
         }
         Ok(handle)
     }
+}
+
+/// Where a job that got a slot at once is handed out.
+#[derive(Clone, Copy)]
+enum Dispatch {
+    /// To the scope's spawner.
+    Spawner,
+    /// Run here, on the calling thread: an external job's start, which only begins work that
+    /// runs elsewhere.
+    Inline,
 }

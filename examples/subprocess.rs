@@ -60,12 +60,12 @@ mod unix {
             other => format!("ended otherwise: {other}"),
         };
         let took = ended.cancel_to_reaped.unwrap_or_default();
-        println!(
-            "{label}: pid {} {how}; reaped {took:.1?} after the cancel",
-            ended.pid
-        );
+        // `spawn` starts the child at once, so it has a pid (only a job that waited for a
+        // scope's slot and then failed to start has none).
+        let pid = ended.pid.ok_or("the child started")?;
+        println!("{label}: pid {pid} {how}; reaped {took:.1?} after the cancel");
         // Reaped means gone: a zombie would still answer signal 0.
-        let pid = Pid::from_raw(i32::try_from(ended.pid)?);
+        let pid = Pid::from_raw(i32::try_from(pid)?);
         assert_eq!(kill(pid, None), Err(Errno::ESRCH));
         println!("{label}: kill(pid, 0) says no such process: no zombie");
         Ok(ended)

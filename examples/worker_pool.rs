@@ -118,7 +118,8 @@ while True:
             println!(
                 "worker {} started (pid {})",
                 worker.id,
-                worker.process.pid()
+                // `spawn` starts the child before it returns: it has a pid.
+                worker.process.pid().unwrap_or_default()
             );
             Ok(worker)
         }
@@ -173,12 +174,16 @@ while True:
                     ..
                 }) => println!(
                     "worker {id} (pid {}) {}, reaped {:.1?} after its request was cancelled",
-                    output.pid,
+                    output.pid.unwrap_or_default(),
                     output.ended,
                     output.cancel_to_reaped.unwrap_or_default()
                 ),
                 // It died by itself (its request failed without a cancel).
-                Ok(output) => println!("worker {id} (pid {}) {}", output.pid, output.ended),
+                Ok(output) => println!(
+                    "worker {id} (pid {}) {}",
+                    output.pid.unwrap_or_default(),
+                    output.ended
+                ),
                 Err(err) => println!("worker {id}: {err}"),
             }
             match self.fresh_worker() {

@@ -6,15 +6,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use tethered::{Builder, NativeScope, Spawner, ThreadSpawner};
+use std::sync::Arc;
 
-use crate::capture::Capture;
-use crate::handoff::Handoff;
+use tethered::{Builder, Completer, NativeScope};
+
+use crate::child::StopPolicy;
 use crate::job::ProcessJob;
-use crate::launch::{self, Place};
-use crate::live::{Live, StopPolicy};
+use crate::launch::{Launch, Spec};
+use crate::output::ProcessOutput;
 use crate::signal::StopSignal;
-use crate::tether::Tether;
 
 /// The grace period a cancelled child gets between the polite signal and SIGKILL, unless
 /// [`Process::grace`] sets another: 2 seconds.
@@ -24,7 +24,8 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 ///
 /// By default the child runs in a process group of its own; a cancel sends SIGTERM to the
 /// group, then SIGKILL if the child is still there [`DEFAULT_GRACE`] later; piped stdout and
-/// stderr are captured in full; the waiter runs on a thread of its own.
+/// stderr are captured (up to [`DEFAULT_CAPTURE_LIMIT`]); one supervisor thread watches every
+/// child.
 ///
 /// ```
 /// use std::process::Command;
@@ -167,10 +168,11 @@ impl Process {
         self
     }
 
-    /// Starts the child, and a thread of its own that waits for it.
+    /// Starts the child, and hands it to the supervisor: the one thread that watches, stops
+    /// and reaps every tethered child of this process (started with the first).
     ///
     /// Starting the child fails at once with its [`io::Error`] (a missing program, a
-    /// permission), before anything else is started.
+    /// permission), or if the supervisor thread cannot be started; either way no child is left.
     ///
     /// ```
     /// use std::process::Command;
@@ -179,108 +181,128 @@ impl Process {
     /// let err = Process::new(Command::new("/no/such/program")).spawn().unwrap_err();
     /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     /// ```
-    pub fn spawn(self) -> io::Result<ProcessJob> {
-        self.spawn_on(&ThreadSpawner::new())
-    }
-
-    /// Starts the child, and its waiter through `spawner` (a runtime's blocking pool, say:
-    /// `tethered_tokio::TokioSpawner`). The waiter holds a pool thread until the child is
-    /// reaped. If the spawner refuses the waiter, the child is killed and reaped before the
-    /// error (an [`io::Error`] wrapping the [`SpawnError`](tethered::SpawnError)) is returned.
-    pub fn spawn_on<S: Spawner + ?Sized>(self, spawner: &S) -> io::Result<ProcessJob> {
-        self.launch(Place::On(spawner))
-    }
-
-    /// Starts the child, and its waiter in `scope`: the scope cancels it with the others, and
-    /// its shutdown report names it while it is being stopped.
-    pub fn spawn_in(self, scope: &NativeScope) -> io::Result<ProcessJob> {
-        self.launch(Place::<'_, ThreadSpawner>::In(scope))
-    }
-
-    fn launch<S: Spawner + ?Sized>(mut self, place: Place<'_, S>) -> io::Result<ProcessJob> {
-        if self.own_group {
-            // The child leads a new group whose id is its pid.
-            self.command.process_group(0);
+    pub fn spawn(mut self) -> io::Result<ProcessJob> {
+        let program = self.program();
+        let mut spec = self.spec();
+        let started = spec.start()?;
+        let job = self.job.take().unwrap_or_else(|| {
+            Builder::new().name(format!("{program} (pid {})", started.pid()))
+        });
+        let (native, completer) = job.external();
+        let launch = Launch::new();
+        if let Err(err) = spec.watch(started, completer, &launch) {
+            // The child was killed and reaped; the job's handle finished stopped.
+            return Err(err);
         }
-        let program = Path::new(self.command.get_program())
+        launch.hand_out()?;
+        Ok(ProcessJob::new(native, launch))
+    }
+
+    /// Starts the child in `scope`: the scope cancels it with its other jobs, counts it, and
+    /// names it in its shutdown report while it is being stopped.
+    ///
+    /// [`NativeScope::with_max_running`] bounds the scope's live children: a child is started
+    /// only once the scope has a slot for it, and frees the slot when it is reaped. Until then
+    /// the job waits with no process behind it: [`ProcessJob::pid`] is `None` and its pipes are
+    /// not there yet ([`ProcessJob::started`] waits for them); a job cancelled while it waits
+    /// never starts its child. If a slot is free, the child starts on this thread before this
+    /// returns, as with [`spawn`](Self::spawn).
+    ///
+    /// # Errors
+    ///
+    /// The start's error if the child started at once and failed (a missing program), and
+    /// [`SpawnError::ScopeClosed`](tethered::SpawnError::ScopeClosed) (as an [`io::Error`])
+    /// once the scope is shut down. A child that waited for its slot and then fails to start
+    /// resolves its job to `Ok(output)` with [`Ended::NeverStarted`](crate::Ended::NeverStarted).
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use tethered::NativeScope;
+    /// use tethered_process::Process;
+    ///
+    /// let scope = NativeScope::new().with_max_running(1);
+    /// let mut first = Command::new("sleep");
+    /// first.arg("0.2");
+    /// let first = Process::new(first).spawn_in(&scope)?;
+    /// let second = Process::new(Command::new("true")).spawn_in(&scope)?;
+    /// assert!(first.pid().is_some());
+    /// assert_eq!(second.pid(), None); // waits, unspawned, for the slot `first` holds
+    /// assert!(first.join_blocking()?.success());
+    /// assert!(second.join_blocking()?.success());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_in(mut self, scope: &NativeScope) -> io::Result<ProcessJob> {
+        let program = self.program();
+        let spec = self.spec();
+        let job = self
+            .job
+            .take()
+            .unwrap_or_else(|| Builder::new().name(program));
+        let launch = Launch::new();
+        let start = Start {
+            spec: Some(spec),
+            launch: launch.clone(),
+        };
+        let native = job
+            .external_in(scope, move |completer| start.run(completer))
+            .map_err(io::Error::other)?;
+        launch.hand_out()?;
+        Ok(ProcessJob::new(native, launch))
+    }
+
+    fn program(&self) -> String {
+        Path::new(self.command.get_program())
             .file_name()
             .unwrap_or(self.command.get_program())
             .to_string_lossy()
-            .into_owned();
-        let mut child = self.command.spawn()?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        let policy = StopPolicy {
-            grace: self.grace,
-            polite: self.polite,
-        };
-        let mut live = Live::new(child, self.own_group, policy);
-        let pid = live.pid();
+            .into_owned()
+    }
 
-        let (stdout, captured_stdout) = match stdout {
-            Some(pipe) if self.capture_stdout => (
-                None,
-                Some(start_capture(
-                    &mut live,
-                    pipe,
-                    self.capture_limit,
-                    "stdout",
-                )?),
-            ),
-            pipe => (pipe, None),
-        };
-        let (stderr, captured_stderr) = match stderr {
-            Some(pipe) if self.capture_stderr => (
-                None,
-                Some(start_capture(
-                    &mut live,
-                    pipe,
-                    self.capture_limit,
-                    "stderr",
-                )?),
-            ),
-            pipe => (pipe, None),
-        };
-        live.capture(captured_stdout, captured_stderr);
-
-        let job = self
-            .job
-            .unwrap_or_else(|| launch::default_job(format!("{program} (pid {pid})")));
-        let handoff = Handoff::new(launch::rescue);
-        let submitted = launch::waiter(job, place, Tether::waiter(live, handoff.clone()));
-        let dropped_unrun = handoff.handed();
-        let native = match (submitted, dropped_unrun) {
-            (Ok(native), None) => native,
-            (Ok(native), Some(live)) => {
-                // Cancelled before it could start (a parent token cancelled already): the
-                // job's handle resolves at once, and the rescue stops the child.
-                if let Some(rescue) = launch::rescue(live) {
-                    handoff.rescued(rescue);
-                }
-                native
-            }
-            (Err(err), Some(mut live)) => {
-                live.kill_now();
-                return Err(io::Error::other(err));
-            }
-            // Not reached with the core's spawn: a refused job is stopped at the refusal, its
-            // closure dropped, which hands the child over (the arm above). Kept for a waiter
-            // that some future path refuses without dropping: it is rescued when dropped.
-            (Err(err), None) => return Err(io::Error::other(err)),
-        };
-        Ok(ProcessJob::new(native, handoff, pid, stdin, stdout, stderr))
+    fn spec(&mut self) -> Spec {
+        let mut command = std::mem::replace(&mut self.command, Command::new(""));
+        if self.own_group {
+            // The child leads a new group whose id is its pid.
+            command.process_group(0);
+        }
+        Spec {
+            command,
+            own_group: self.own_group,
+            policy: StopPolicy {
+                grace: self.grace,
+                polite: self.polite,
+            },
+            capture_limit: self.capture_limit,
+            capture_stdout: self.capture_stdout,
+            capture_stderr: self.capture_stderr,
+        }
     }
 }
 
-/// Starts a reader for `pipe`; on failure, kills and reaps the child first.
-fn start_capture<R: std::io::Read + Send + 'static>(
-    live: &mut Live,
-    pipe: R,
-    limit: usize,
-    which: &str,
-) -> io::Result<Capture> {
-    Capture::start(pipe, limit, &format!("{which} of {}", live.pid())).inspect_err(|_| {
-        live.kill_now();
-    })
+/// The start of a child in a scope, once its slot is free. Dropped uncalled (the job was
+/// cancelled while it waited, or the scope closed), it tells the job's launch so.
+struct Start {
+    spec: Option<Spec>,
+    launch: Arc<Launch>,
+}
+
+impl Start {
+    fn run(mut self, completer: Completer<ProcessOutput>) {
+        let Some(mut spec) = self.spec.take() else {
+            return;
+        };
+        match spec.start() {
+            Ok(started) => {
+                if let Err(err) = spec.watch(started, completer, &self.launch) {
+                    self.launch.failed(err, None);
+                }
+            }
+            Err(err) => self.launch.failed(err, Some(completer)),
+        }
+    }
+}
+
+impl Drop for Start {
+    fn drop(&mut self) {
+        self.launch.never_started();
+    }
 }

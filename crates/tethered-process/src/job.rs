@@ -5,11 +5,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use tethered::{AbortHandle, AbortableNative, CancelReason, CancelToken, NativeError, Tethered};
 
-use crate::handoff::Handoff;
+use crate::launch::{Launch, StartedFuture};
 use crate::output::ProcessOutput;
 
 /// A running child process, tethered to the future that awaits it.
@@ -18,8 +18,8 @@ use crate::output::ProcessOutput;
 /// child has been reaped. Dropping it before that cancels its job with [`CancelReason::Dropped`]: the child's
 /// group gets the polite signal, SIGKILL after the grace, and the child is reaped, so a
 /// timeout, a lost `select!`, an aborted task or a runtime shutdown leaves no process, no
-/// zombie and no thread behind. Until the child is reaped its waiter counts in
-/// [`tethered::stats()`]`.running`.
+/// zombie behind. Until the child is reaped (and its captured pipes have ended) the job counts
+/// in [`tethered::stats()`]`.running`; while it waits for its scope's slot, in `queued`.
 ///
 /// It implements [`Tethered`], so each runtime adapter's `timeout`, [`Tethered::cancel_when`]
 /// and scopes take it like any other job.
@@ -29,8 +29,8 @@ use crate::output::ProcessOutput;
 /// - `Err(NativeError::Cancelled { reason, returned: Some(output) })`: the job was cancelled
 ///   (dropped, timed out, a parent token, a scope) and the child was stopped and reaped;
 ///   `output` says how it ended and holds what it wrote until then.
-/// - `Err(NativeError::Cancelled { returned: None, .. })`: for a waiter that never ran, when no
-///   thread could be started for its rescue, after the child was killed and reaped on the spot.
+/// - `Err(NativeError::Cancelled { returned: None, .. })`: the job was cancelled while it
+///   waited for its scope's slot, and its child never started.
 /// - `Err(NativeError::Abandoned { .. })`: from a wrapper that stopped waiting (a `timeout`)
 ///   while the child was still being stopped, counted in `stats()` until it is reaped (pass
 ///   `&mut job` to the `timeout` and await `job` afterwards for the output); or, for a job
@@ -51,59 +51,55 @@ use crate::output::ProcessOutput;
 /// ```
 #[must_use = "dropping a `ProcessJob` stops its child"]
 pub struct ProcessJob {
-    /// The waiter; `None` once it resolved.
-    waiter: Option<AbortableNative<ProcessOutput>>,
-    /// The rescue this handle awaits, when the waiter was dropped unrun.
-    rescue: Option<AbortableNative<ProcessOutput>>,
-    handoff: Arc<Handoff>,
-    token: CancelToken,
-    abort: AbortHandle,
-    pid: u32,
-    stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    job: AbortableNative<ProcessOutput>,
+    launch: Arc<Launch>,
 }
 
 impl ProcessJob {
-    pub(crate) fn new(
-        waiter: AbortableNative<ProcessOutput>,
-        handoff: Arc<Handoff>,
-        pid: u32,
-        stdin: Option<ChildStdin>,
-        stdout: Option<ChildStdout>,
-        stderr: Option<ChildStderr>,
-    ) -> ProcessJob {
-        ProcessJob {
-            token: waiter.token(),
-            abort: waiter.abort_handle(),
-            waiter: Some(waiter),
-            rescue: None,
-            handoff,
-            pid,
-            stdin,
-            stdout,
-            stderr,
-        }
+    pub(crate) fn new(job: AbortableNative<ProcessOutput>, launch: Arc<Launch>) -> ProcessJob {
+        ProcessJob { job, launch }
     }
 
-    /// The child's process id. Once the job has resolved the child is reaped, and the id may
-    /// name another process: do not signal it yourself.
-    pub fn pid(&self) -> u32 {
-        self.pid
+    /// The child's process id: always there for a job made by
+    /// [`Process::spawn`](crate::Process::spawn), which starts the child before it returns;
+    /// `None` while a job waits for a slot in its scope (see
+    /// [`Process::spawn_in`](crate::Process::spawn_in)), or if it never started. Once the job
+    /// has resolved the child is reaped, and the id may name another process: do not signal
+    /// it yourself.
+    pub fn pid(&self) -> Option<u32> {
+        self.launch.pid()
+    }
+
+    /// Resolves once the child has started, to its pid: at once for a job whose child
+    /// started when it was spawned; for one that waits for its scope's slot, when it gets it.
+    /// `None` if it never will (cancelled while it waited, or its start failed). Its pipes
+    /// are there to take from then on.
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use tethered_process::Process;
+    ///
+    /// let job = Process::new(Command::new("true")).spawn()?;
+    /// let pid = futures_executor::block_on(job.started());
+    /// assert_eq!(pid, job.pid());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn started(&self) -> StartedFuture {
+        StartedFuture {
+            launch: self.launch.clone(),
+        }
     }
 
     /// The job's token: cancelled when the job is, with the reason.
     pub fn token(&self) -> CancelToken {
-        self.token.clone()
+        self.job.token()
     }
 
     /// Cancels the job with `reason`: the child's group gets the polite signal now, SIGKILL
     /// after the grace. `true` if this call cancelled it; `false` if it was cancelled already
     /// or the child has been reaped (then nothing is signalled).
     pub fn cancel(&self, reason: CancelReason) -> bool {
-        self.waiter
-            .as_ref()
-            .is_some_and(|waiter| waiter.cancel(reason))
+        self.job.cancel(reason)
     }
 
     /// A cheap, clonable handle that cancels the job from elsewhere (another task, a callback)
@@ -125,7 +121,7 @@ impl ProcessJob {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn abort_handle(&self) -> AbortHandle {
-        self.abort.clone()
+        self.job.abort_handle()
     }
 
     /// Cancels with [`CancelReason::Requested`], and returns a future that resolves once the
@@ -173,71 +169,30 @@ impl ProcessJob {
     /// # Panics
     ///
     /// If the job already resolved (it was awaited to completion).
-    pub fn join_blocking(mut self) -> Result<ProcessOutput, NativeError<ProcessOutput>> {
-        drop(self.stdin.take());
-        if let Some(rescue) = self.rescue.take() {
-            return self.rescued(rescue.join_blocking());
-        }
-        let waiter = self
-            .waiter
-            .take()
-            .expect("`ProcessJob` joined after it completed");
-        match waiter.join_blocking() {
-            // The waiter was dropped unrun; its rescue stops the child (see `handoff.rs`).
-            Err(NativeError::Cancelled {
-                reason,
-                returned: None,
-            }) => match self.handoff.release() {
-                Some(rescue) => self.rescued(rescue.join_blocking()),
-                None => Err(NativeError::Cancelled {
-                    reason,
-                    returned: None,
-                }),
-            },
-            other => other,
-        }
+    pub fn join_blocking(self) -> Result<ProcessOutput, NativeError<ProcessOutput>> {
+        self.launch.close_stdin();
+        self.job.join_blocking()
     }
 
     /// The child's stdin, if the command piped it and it was not closed yet. Dropping it
     /// closes the pipe. Take it before awaiting or joining the job: both close a stdin left
     /// here, as [`std::process::Child::wait`] does.
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
-        self.stdin.take()
+        self.launch.take_stdin()
     }
 
     /// The child's stdout, if the command piped it and [`Process::capture_stdout`] is off.
     ///
     /// [`Process::capture_stdout`]: crate::Process::capture_stdout
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
-        self.stdout.take()
+        self.launch.take_stdout()
     }
 
     /// The child's stderr, if the command piped it and [`Process::capture_stderr`] is off.
     ///
     /// [`Process::capture_stderr`]: crate::Process::capture_stderr
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
-        self.stderr.take()
-    }
-
-    /// A rescue's output reads as the stop it is: the rescue ran because the waiter was
-    /// dropped unrun, so the job's token was cancelled, and only that token knows why.
-    fn rescued(
-        &self,
-        result: Result<ProcessOutput, NativeError<ProcessOutput>>,
-    ) -> Result<ProcessOutput, NativeError<ProcessOutput>> {
-        let with_reason = |mut output: ProcessOutput| {
-            output.cancel_reason = output.cancel_reason.or_else(|| self.token.reason());
-            output
-        };
-        match (result, self.token.reason()) {
-            (Ok(output), Some(reason)) => Err(NativeError::Cancelled {
-                reason,
-                returned: Some(Box::new(with_reason(output))),
-            }),
-            (result, _) => result
-                .map_err(|err| err.map_returned(with_reason))
-                .map(with_reason),
-        }
+        self.launch.take_stderr()
     }
 
     /// Cancels the job with [`CancelReason::Timeout`] once `delay` has passed, unless the
@@ -265,11 +220,7 @@ impl ProcessJob {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
-        match &self.waiter {
-            Some(waiter) => waiter.cancel_after(delay),
-            // Resolved, or rescued after a cancel: nothing left to time out.
-            None => Ok(()),
-        }
+        self.job.cancel_after(delay)
     }
 }
 
@@ -277,38 +228,9 @@ impl Future for ProcessJob {
     type Output = Result<ProcessOutput, NativeError<ProcessOutput>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
         // Awaiting closes a stdin nobody took, as `Child::wait` does (see `join_blocking`).
-        drop(this.stdin.take());
-        loop {
-            if let Some(rescue) = &mut this.rescue {
-                let result = ready!(Pin::new(rescue).poll(cx));
-                this.rescue = None;
-                return Poll::Ready(this.rescued(result));
-            }
-            let waiter = this.waiter.as_mut().expect(
-                "`ProcessJob` polled after it completed (in a loop of `select!`, disable the \
-                 branch once it has completed, or fuse the future)",
-            );
-            let result = ready!(Pin::new(waiter).poll(cx));
-            this.waiter = None;
-            match result {
-                // The waiter was dropped unrun; its rescue stops the child (see `handoff.rs`).
-                Err(NativeError::Cancelled {
-                    reason,
-                    returned: None,
-                }) => match this.handoff.release() {
-                    Some(rescue) => this.rescue = Some(rescue),
-                    None => {
-                        return Poll::Ready(Err(NativeError::Cancelled {
-                            reason,
-                            returned: None,
-                        }));
-                    }
-                },
-                other => return Poll::Ready(other),
-            }
-        }
+        self.launch.close_stdin();
+        Pin::new(&mut self.job).poll(cx)
     }
 }
 
@@ -328,27 +250,11 @@ impl Tethered for ProcessJob {
     }
 }
 
-impl Drop for ProcessJob {
-    fn drop(&mut self) {
-        // A rescue's handle is never dropped: an unstarted job whose handle is dropped is
-        // skipped, and the child would be left unreaped. Detached, it runs to the reap.
-        if let Some(rescue) = self.rescue.take() {
-            rescue.detach();
-        }
-        if let Some(rescue) = self.handoff.release() {
-            rescue.detach();
-        }
-        // `waiter` drops next: that cancels the job with `Dropped` if it is unfinished.
-    }
-}
-
 impl fmt::Debug for ProcessJob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessJob")
-            .field("pid", &self.pid)
-            .field("waiter", &self.waiter)
-            .field("rescue", &self.rescue)
-            .field("cancelled", &self.token.is_cancelled())
+            .field("pid", &self.pid())
+            .field("job", &self.job)
             .finish_non_exhaustive()
     }
 }

@@ -95,28 +95,28 @@
 #[cfg(unix)]
 mod builder;
 #[cfg(unix)]
-mod capture;
-#[cfg(unix)]
-mod handoff;
+mod child;
 #[cfg(unix)]
 mod job;
 #[cfg(unix)]
 mod launch;
-#[cfg(unix)]
-mod live;
 mod output;
+#[cfg(unix)]
+mod pipe;
 mod signal;
 #[cfg(unix)]
+mod supervisor;
+#[cfg(unix)]
+mod sync;
+#[cfg(unix)]
 mod target;
-#[cfg(unix)]
-mod tether;
-#[cfg(unix)]
-mod watch;
 
 #[cfg(unix)]
 pub use builder::{DEFAULT_CAPTURE_LIMIT, DEFAULT_GRACE, Process};
 #[cfg(unix)]
 pub use job::{CancelAndJoin, ProcessJob};
+#[cfg(unix)]
+pub use launch::StartedFuture;
 pub use output::{Captured, Ended, ProcessOutput};
 pub use signal::StopSignal;
 

@@ -23,14 +23,19 @@ pub enum Ended {
     /// SIGCHLD set to `SIG_IGN`), so its status is unknown. No signal was sent after that was
     /// noticed: the pid may belong to another process by now.
     Lost(io::Error),
+    /// The job waited for a slot in its scope ([`Process::spawn_in`](crate::Process::spawn_in)),
+    /// and once it had one the child could not be started (a missing program, a permission):
+    /// the spawn's error. A start that fails while the job is spawned is the spawn's error
+    /// instead.
+    NeverStarted(io::Error),
 }
 
 impl Ended {
-    /// The exit status, unless the child was [`Lost`](Ended::Lost).
+    /// The exit status, unless the child was [`Lost`](Ended::Lost) or never started.
     pub fn status(&self) -> Option<ExitStatus> {
         match self {
             Ended::Exited(status) | Ended::Stopped(status) | Ended::Killed(status) => Some(*status),
-            Ended::Lost(_) => None,
+            Ended::Lost(_) | Ended::NeverStarted(_) => None,
         }
     }
 
@@ -62,6 +67,7 @@ impl fmt::Display for Ended {
             }
             Ended::Killed(status) => write!(f, "killed after the grace ({status})"),
             Ended::Lost(err) => write!(f, "reaped elsewhere in this process ({err})"),
+            Ended::NeverStarted(err) => write!(f, "could not be started ({err})"),
         }
     }
 }
@@ -112,8 +118,9 @@ impl Captured {
 #[non_exhaustive]
 #[derive(Debug)]
 pub struct ProcessOutput {
-    /// The child's process id (no longer its own: the child has been reaped).
-    pub pid: u32,
+    /// The child's process id (no longer its own: the child has been reaped); `None` if it
+    /// never started ([`Ended::NeverStarted`]).
+    pub pid: Option<u32>,
     /// How it ended, with its exit status.
     pub ended: Ended,
     /// Why the job was cancelled, if it was (also when the cancel came too late to matter).
@@ -127,9 +134,22 @@ pub struct ProcessOutput {
 }
 
 impl ProcessOutput {
-    /// The exit status, unless the child was [`Ended::Lost`].
+    /// The exit status, unless the child was [`Ended::Lost`] or [`Ended::NeverStarted`].
     pub fn status(&self) -> Option<ExitStatus> {
         self.ended.status()
+    }
+
+    /// The output of a child that could not be started after waiting for its scope's slot.
+    #[cfg(unix)]
+    pub(crate) fn never_started(err: io::Error) -> ProcessOutput {
+        ProcessOutput {
+            pid: None,
+            ended: Ended::NeverStarted(err),
+            cancel_reason: None,
+            cancel_to_reaped: None,
+            stdout: None,
+            stderr: None,
+        }
     }
 
     /// Whether it exited by itself with status 0.

@@ -87,14 +87,6 @@ fn pidfd_send_signal(pidfd: &rustix::fd::OwnedFd, signal: Signal) -> rustix::io:
 }
 
 #[cfg(all(test, target_os = "linux"))]
-impl Target {
-    /// Signals by pid, as where there is no pidfd.
-    pub(crate) fn forget_pidfd(&mut self) {
-        self.pidfd = None;
-    }
-}
-
-#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::cell::Cell;
     use std::process::Command;

@@ -19,7 +19,7 @@ const GRACE: Duration = Duration::from_millis(200);
 
 /// Cancels `job` and returns how long until it was reaped.
 fn cancel_to_reaped(job: ProcessJob) -> (Duration, Ended) {
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     let cancelled = Instant::now();
     assert!(job.cancel(CancelReason::Requested));
     let output = stopped(CancelReason::Requested, job.join_blocking());

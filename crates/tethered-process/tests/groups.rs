@@ -21,7 +21,7 @@ fn no_grandchild_survives_the_cancel() {
         .capture_stdout(false)
         .spawn()
         .expect("sh starts");
-    let pgid = job.pid();
+    let pgid = job.pid().expect("started");
     wait_ready(&mut job);
     assert!(
         wait_until(SLACK, || live_group_members(pgid).len() == 3),
@@ -55,7 +55,7 @@ fn a_child_that_exits_by_itself_takes_its_group_with_it() {
     let mut command = sh("sleep 1000 & echo $!");
     command.stdout(std::process::Stdio::piped());
     let job = Process::new(command).spawn().expect("sh starts");
-    let pgid = job.pid();
+    let pgid = job.pid().expect("started");
     let output = job.join_blocking().expect("an output");
     assert!(output.success(), "{output:?}");
     let sleeper: u32 = output
@@ -78,7 +78,7 @@ fn without_a_group_of_its_own_the_child_stays_in_ours_and_alone_is_signalled() {
         .spawn()
         .expect("sleep starts");
     let ours = common::stat(std::process::id()).expect("our own stat").pgid;
-    let child = common::stat(job.pid()).expect("the child's stat");
+    let child = common::stat(job.pid().expect("started")).expect("the child's stat");
     assert_eq!(child.pgid, ours);
     let output = stopped(
         CancelReason::Requested,

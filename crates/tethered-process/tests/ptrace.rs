@@ -44,7 +44,7 @@ fn a_traced_childs_exit_held_by_its_tracer_costs_the_waiter_no_spin() {
     let mut sleep = Command::new("sleep");
     sleep.arg("1").stdin(Stdio::null());
     let job = Process::new(sleep).spawn().expect("sleep starts");
-    let child = job.pid();
+    let child = job.pid().expect("started");
     let Ok(mut tracer) = Command::new("python3")
         .args(["-c", TRACER, &child.to_string(), "2.5"])
         .stdout(Stdio::piped())

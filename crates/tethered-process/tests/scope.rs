@@ -1,5 +1,5 @@
-//! Jobs in a `NativeScope`, and waiters that never run: a child whose waiter was cancelled
-//! while queued is still stopped and reaped, by a rescue, and the handle waits for that.
+//! Jobs in a `NativeScope`: its limit bounds live children (the others wait unspawned), a job
+//! cancelled while it waits never starts its child, and cancelling the scope stops them all.
 
 #![cfg(target_os = "linux")]
 
@@ -7,51 +7,127 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Proc, SLACK, busy, stopped, wait_until};
-use tethered::{CancelReason, NativeScope};
+use common::{Proc, SLACK, busy, sh, stopped, wait_until};
+use tethered::{CancelReason, NativeError, NativeScope};
 use tethered_process::{Ended, Process};
 
-#[test]
-fn a_waiter_cancelled_while_queued_is_rescued_and_the_handle_waits_for_the_reap() {
-    let scope = NativeScope::new().with_max_running(1);
-    let first = Process::new(busy()).spawn_in(&scope).expect("sh starts");
-    // The scope's only slot is taken: this waiter waits in the scope's queue.
-    let queued = Process::new(busy()).spawn_in(&scope).expect("sh starts");
-    let child = Proc::of(queued.pid());
-    // The job reads as the stop it is, with the rescue's output.
-    let output = stopped(
-        CancelReason::Requested,
-        futures_executor::block_on(queued.cancel_and_join()),
-    );
-    assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
-    assert_eq!(output.cancel_reason, Some(CancelReason::Requested));
-    assert!(!child.exists());
-    // Stopped and reaped before the test ends: a test binary that exits with a child still
-    // being stopped would orphan it.
-    stopped(
-        CancelReason::Requested,
-        futures_executor::block_on(first.cancel_and_join()),
-    );
+/// Children of this process whose command line holds `marker`, zombies included.
+fn children_marked(marker: &str) -> Vec<u32> {
+    common::children()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+        })
+        .collect()
 }
 
 #[test]
-fn a_queued_waiter_whose_handle_is_dropped_is_rescued_all_the_same() {
+fn the_scopes_limit_bounds_live_children_and_the_others_wait_unspawned() {
+    // A marker no other test uses, so that only these children carry it.
+    let marker = "limit-marker-4417";
+    let scope = NativeScope::new().with_max_running(2);
+    let jobs: Vec<_> = (0..6)
+        .map(|_| {
+            Process::new(sh(&format!("sleep 0.3 # {marker}")))
+                .spawn_in(&scope)
+                .expect("sh starts")
+        })
+        .collect();
+    // Two started on this thread, at once; four wait with no process behind them.
+    let pids: Vec<_> = jobs.iter().map(|job| job.pid()).collect();
+    assert!(pids[..2].iter().all(Option::is_some), "{pids:?}");
+    assert!(pids[2..].iter().all(Option::is_none), "{pids:?}");
+    let counts = scope.stats();
+    assert_eq!((counts.running, counts.queued), (2, 4));
+    // Never more than two alive while they run through, in turn.
+    let mut most = 0;
+    assert!(wait_until(SLACK, || {
+        most = most.max(children_marked(marker).len());
+        scope.is_empty()
+    }));
+    assert!(most <= 2, "{most} children of a scope limited to 2 were alive at once");
+    for job in jobs {
+        let output = job.join_blocking().expect("each ran to its end");
+        assert!(output.success(), "{output:?}");
+    }
+}
+
+#[test]
+fn a_job_cancelled_while_it_waits_for_a_slot_never_starts_its_child() {
+    let marker = "never-started-8812";
     let scope = NativeScope::new().with_max_running(1);
     let first = Process::new(busy()).spawn_in(&scope).expect("sh starts");
-    let queued = Process::new(busy()).spawn_in(&scope).expect("sh starts");
-    let child = Proc::of(queued.pid());
-    drop(queued);
-    assert!(
-        wait_until(SLACK, || !child.exists()),
-        "the dropped job's child {} is still there",
-        child.pid
-    );
-    // Stopped and reaped before the test ends: a test binary that exits with a child still
-    // being stopped would orphan it.
+    let waiting = Process::new(sh(&format!("sleep 60 # {marker}")))
+        .spawn_in(&scope)
+        .expect("queued");
+    assert_eq!(waiting.pid(), None);
+    let started = waiting.started();
+    assert!(waiting.cancel(CancelReason::Timeout));
+    assert_eq!(futures_executor::block_on(started), None);
+    match waiting.join_blocking() {
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Timeout,
+            returned: None,
+        }) => {}
+        other => panic!("expected a stop with nothing returned: {other:?}"),
+    }
+    // The slot frees: still no child of the cancelled job starts.
     stopped(
         CancelReason::Requested,
         futures_executor::block_on(first.cancel_and_join()),
     );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(children_marked(marker), Vec::<u32>::new());
+    assert!(scope.is_empty());
+}
+
+#[test]
+fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
+    let scope = NativeScope::new().with_max_running(1);
+    let first = Process::new(sh("sleep 0.2")).spawn_in(&scope).expect("sh starts");
+    let mut cat = std::process::Command::new("cat");
+    cat.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut second = Process::new(cat)
+        .capture_stdout(false)
+        .spawn_in(&scope)
+        .expect("queued");
+    assert!(second.take_stdin().is_none(), "no pipe before the child exists");
+    let pid = futures_executor::block_on(second.started()).expect("started once the slot freed");
+    assert_eq!(second.pid(), Some(pid));
+    let mut stdin = second.take_stdin().expect("the piped stdin");
+    let mut stdout = second.take_stdout().expect("the piped stdout");
+    use std::io::{Read, Write};
+    stdin.write_all(b"hello").expect("cat reads");
+    drop(stdin);
+    let mut echoed = String::new();
+    stdout.read_to_string(&mut echoed).expect("cat writes");
+    assert_eq!(echoed, "hello");
+    assert!(second.join_blocking().expect("cat ends").success());
+    assert!(first.join_blocking().expect("sleep ends").success());
+}
+
+#[test]
+fn a_waiting_child_that_cannot_start_resolves_to_never_started() {
+    let scope = NativeScope::new().with_max_running(1);
+    let first = Process::new(sh("sleep 0.1")).spawn_in(&scope).expect("sh starts");
+    let missing = Process::new(std::process::Command::new("/no/such/program"))
+        .spawn_in(&scope)
+        .expect("queued: its start comes later");
+    let output = missing.join_blocking().expect("the job ran its start");
+    assert!(
+        matches!(&output.ended, Ended::NeverStarted(err) if err.kind() == std::io::ErrorKind::NotFound),
+        "{output:?}"
+    );
+    assert_eq!(output.pid, None);
+    first.join_blocking().expect("sleep ends");
+    // A start that fails at once is the spawn's error, as for `spawn`.
+    let err = Process::new(std::process::Command::new("/no/such/program"))
+        .spawn_in(&scope)
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    assert!(scope.is_empty());
 }
 
 #[test]
@@ -65,7 +141,10 @@ fn cancelling_the_scope_stops_every_child() {
                 .expect("sh starts")
         })
         .collect();
-    let children: Vec<Proc> = jobs.iter().map(|job| Proc::of(job.pid())).collect();
+    let children: Vec<Proc> = jobs
+        .iter()
+        .map(|job| Proc::of(job.pid().expect("started")))
+        .collect();
     scope.cancel_all(CancelReason::Shutdown);
     let report = scope.shutdown_blocking(SLACK);
     assert!(report.is_clean(), "{report:?}");

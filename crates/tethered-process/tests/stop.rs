@@ -14,7 +14,7 @@ use tethered_process::{Ended, Process, ProcessOutput, StopSignal};
 #[test]
 fn a_child_that_stops_on_sigterm_ends_as_stopped_and_is_reaped() {
     let job = Process::new(busy()).spawn().expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     let output = job.cancel_and_join().stopped_blocking();
     assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
     assert_eq!(output.status().and_then(|status| status.signal()), Some(15));
@@ -32,7 +32,7 @@ fn a_child_that_ignores_sigterm_is_killed_after_the_grace_not_before() {
         .capture_stdout(false)
         .spawn()
         .expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     wait_ready(&mut job); // the trap is set
     let cancelled = Instant::now();
     assert!(job.cancel(CancelReason::Timeout));
@@ -101,7 +101,7 @@ fn the_polite_signal_can_be_sigint() {
 #[test]
 fn a_stopped_child_gets_sigcont_and_acts_on_the_polite_signal() {
     let job = Process::new(busy()).spawn().expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     // Stop it the way Ctrl-Z would; SIGTERM alone would stay pending.
     let stopped = std::process::Command::new("kill")
         .args(["-STOP", &child.pid.to_string()])
@@ -117,7 +117,7 @@ fn a_stopped_child_gets_sigcont_and_acts_on_the_polite_signal() {
 #[test]
 fn dropping_the_job_cancels_with_dropped_and_reaps_the_child() {
     let job = Process::new(busy()).spawn().expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     let token = job.token();
     drop(job);
     assert_eq!(token.reason(), Some(CancelReason::Dropped));

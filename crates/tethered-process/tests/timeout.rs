@@ -31,7 +31,7 @@ fn stops_behind_timeout(
         .grace(GRACE)
         .spawn()
         .expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     let token: CancelToken = job.token();
     assert!(child.is_running());
 
@@ -86,18 +86,17 @@ fn async_std_timeout_stops_and_reaps_a_busy_child() {
 }
 
 #[test]
-fn waiter_on_the_tokio_blocking_pool_stops_a_busy_child_behind_a_timeout() {
+fn a_busy_child_behind_a_timeout_on_a_tokio_runtime_is_stopped() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let spawner = tethered_tokio::TokioSpawner::new(runtime.handle().clone());
     let job = Process::new(busy())
         .grace(GRACE)
-        .spawn_on(&spawner)
+        .spawn()
         .expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     let result = runtime.block_on(async { tethered_tokio::timeout(PATIENCE, job).await });
     let err = result.expect_err("the busy child never ends by itself");
     assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
@@ -115,7 +114,7 @@ fn a_timeout_on_a_borrowed_job_answers_at_the_deadline_and_the_job_then_gives_th
         .grace(GRACE)
         .spawn()
         .expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     let output = runtime.block_on(async {
         match tethered_tokio::timeout(PATIENCE, &mut job).await {
             // Answered at the deadline, the child still being stopped: the handle is still
@@ -143,7 +142,7 @@ fn cancel_after_stops_the_child_at_the_deadline_and_the_job_gives_the_reaped_out
         .grace(GRACE)
         .spawn()
         .expect("sh starts");
-    let child = Proc::of(job.pid());
+    let child = Proc::of(job.pid().expect("started"));
     let token = job.token();
     job.cancel_after(PATIENCE).expect("the timer runs");
     assert!(

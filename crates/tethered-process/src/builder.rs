@@ -185,9 +185,10 @@ impl Process {
         let program = self.program();
         let mut spec = self.spec();
         let started = spec.start()?;
-        let job = self.job.take().unwrap_or_else(|| {
-            Builder::new().name(format!("{program} (pid {})", started.pid()))
-        });
+        let job = self
+            .job
+            .take()
+            .unwrap_or_else(|| Builder::new().name(format!("{program} (pid {})", started.pid())));
         let (native, completer) = job.external();
         let launch = Launch::new();
         if let Err(err) = spec.watch(started, completer, &launch) {

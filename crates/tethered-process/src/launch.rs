@@ -15,7 +15,7 @@ use std::future::Future;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
-use std::process::{ChildStdin, ChildStdout, ChildStderr, Command};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 

@@ -79,4 +79,3 @@ fn a_parent_token_cancelled_before_the_spawn_stops_the_child_at_once() {
     assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
     assert!(child.is_none_or(|child| !child.exists()));
 }
-

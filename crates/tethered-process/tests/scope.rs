@@ -46,7 +46,10 @@ fn the_scopes_limit_bounds_live_children_and_the_others_wait_unspawned() {
         most = most.max(children_marked(marker).len());
         scope.is_empty()
     }));
-    assert!(most <= 2, "{most} children of a scope limited to 2 were alive at once");
+    assert!(
+        most <= 2,
+        "{most} children of a scope limited to 2 were alive at once"
+    );
     for job in jobs {
         let output = job.join_blocking().expect("each ran to its end");
         assert!(output.success(), "{output:?}");
@@ -85,7 +88,9 @@ fn a_job_cancelled_while_it_waits_for_a_slot_never_starts_its_child() {
 #[test]
 fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
     let scope = NativeScope::new().with_max_running(1);
-    let first = Process::new(sh("sleep 0.2")).spawn_in(&scope).expect("sh starts");
+    let first = Process::new(sh("sleep 0.2"))
+        .spawn_in(&scope)
+        .expect("sh starts");
     let mut cat = std::process::Command::new("cat");
     cat.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped());
@@ -93,7 +98,10 @@ fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
         .capture_stdout(false)
         .spawn_in(&scope)
         .expect("queued");
-    assert!(second.take_stdin().is_none(), "no pipe before the child exists");
+    assert!(
+        second.take_stdin().is_none(),
+        "no pipe before the child exists"
+    );
     let pid = futures_executor::block_on(second.started()).expect("started once the slot freed");
     assert_eq!(second.pid(), Some(pid));
     let mut stdin = second.take_stdin().expect("the piped stdin");
@@ -111,7 +119,9 @@ fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
 #[test]
 fn a_waiting_child_that_cannot_start_resolves_to_never_started() {
     let scope = NativeScope::new().with_max_running(1);
-    let first = Process::new(sh("sleep 0.1")).spawn_in(&scope).expect("sh starts");
+    let first = Process::new(sh("sleep 0.1"))
+        .spawn_in(&scope)
+        .expect("sh starts");
     let missing = Process::new(std::process::Command::new("/no/such/program"))
         .spawn_in(&scope)
         .expect("queued: its start comes later");

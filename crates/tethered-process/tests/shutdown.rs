@@ -38,7 +38,9 @@ fn dropping_a_tokio_runtime_with_busy_children_returns_and_they_are_gone() {
                 .grace(GRACE)
                 .spawn()
                 .expect("sh starts");
-            pids_tx.send(Proc::of(job.pid().expect("started"))).expect("the test listens");
+            pids_tx
+                .send(Proc::of(job.pid().expect("started")))
+                .expect("the test listens");
             let _ = job.await; // never finishes by itself
         });
     }

@@ -119,7 +119,9 @@ fn five_hundred_children_cancelled_at_random_leave_nothing_behind() {
     });
     drop(runtime);
     drop(scope);
-    println!("fates (drop now, drop later, timeout, cancel-join, drop from a later task, scope): {fates:?}");
+    println!(
+        "fates (drop now, drop later, timeout, cancel-join, drop from a later task, scope): {fates:?}"
+    );
 
     assert!(
         wait_until(SLACK + SLACK, || tethered::stats().running

@@ -153,7 +153,10 @@ fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_s
         }
         assert!(scope.stats().running <= 2);
     }
-    let results: Vec<_> = jobs.into_iter().map(|job| job.join_blocking().unwrap()).collect();
+    let results: Vec<_> = jobs
+        .into_iter()
+        .map(|job| job.join_blocking().unwrap())
+        .collect();
     assert_eq!(results, [0, 10, 20, 30, 40]);
     assert_eq!(scope.len(), 0);
 }

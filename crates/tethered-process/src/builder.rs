@@ -191,10 +191,8 @@ impl Process {
             .unwrap_or_else(|| Builder::new().name(format!("{program} (pid {})", started.pid())));
         let (native, completer) = job.external();
         let launch = Launch::new();
-        if let Err(err) = spec.watch(started, completer, &launch) {
-            // The child was killed and reaped; the job's handle finished stopped.
-            return Err(err);
-        }
+        // On an error the child was killed and reaped, and the job's handle finished stopped.
+        spec.watch(started, completer, &launch)?;
         launch.hand_out()?;
         Ok(ProcessJob::new(native, launch))
     }

@@ -16,7 +16,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use tethered::Completer;
@@ -25,6 +25,7 @@ use crate::child::{StopPolicy, Watched};
 use crate::output::ProcessOutput;
 use crate::pipe::Pipe;
 use crate::supervisor::Supervisor;
+use crate::sync::{self, Mutex, MutexGuard};
 
 /// The environment variable that makes the supervisor watch every child by polling `waitid`,
 /// as it does where there are no pidfds (set to `poll`).
@@ -179,8 +180,7 @@ impl Launch {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // Nothing panics under the lock.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        sync::lock(&self.state)
     }
 
     fn started(

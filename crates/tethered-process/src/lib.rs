@@ -100,6 +100,9 @@ mod child;
 mod job;
 #[cfg(unix)]
 mod launch;
+#[cfg(all(unix, tethered_loom))]
+#[doc(hidden)]
+pub mod loom;
 mod output;
 #[cfg(unix)]
 mod pipe;

@@ -19,8 +19,23 @@
 //!    it takes the lists, so a byte written for mail it has not taken is never drained unread.
 //! 2. A byte that arrives for mail already taken only wakes the supervisor once for nothing.
 //! 3. No user code runs under the lock; the poster writes the byte after releasing it.
+//! 4. A cancel is never lost to the order of the mail: a child's cancel link is registered
+//!    before the child is posted, so its cancel can arrive in an earlier mail than the child
+//!    and find nothing to stop. [`Taken::deliver`] therefore stops a child that arrives with its
+//!    token cancelled already.
+
+use std::collections::HashMap;
 
 use crate::sync::{self, Mutex};
+
+/// What the inbox needs of a child.
+pub(crate) trait Entry {
+    fn id(&self) -> u64;
+    /// Whether the child's job was cancelled.
+    fn is_cancelled(&self) -> bool;
+    /// Begins the child's stop (nothing if it began).
+    fn stop(&mut self);
+}
 
 /// Mail for the supervisor: new children (`E`) and cancels (by child id).
 pub(crate) struct Inbox<E> {
@@ -65,14 +80,38 @@ impl<E> Inbox<E> {
         !std::mem::replace(&mut mail.wake_sent, true)
     }
 
-    /// Takes everything posted so far. Call only after draining the wake channel
-    /// (invariant 1).
-    pub(crate) fn take(&self) -> Taken<E> {
+    /// Empties the wake channel with `drain`, then takes everything posted so far, in that
+    /// order (invariant 1).
+    pub(crate) fn collect(&self, drain: impl FnOnce()) -> Taken<E> {
+        drain();
+        self.take()
+    }
+
+    fn take(&self) -> Taken<E> {
         let mut mail = sync::lock(&self.mail);
         mail.wake_sent = false;
         Taken {
             new: std::mem::take(&mut mail.new),
             cancelled: std::mem::take(&mut mail.cancelled),
+        }
+    }
+}
+
+impl<E: Entry> Taken<E> {
+    /// Adds the new children to `children`, stopping those cancelled already (invariant 4),
+    /// then stops the cancelled ones it knows. A cancel for a child it does not know is for one
+    /// that finished, or that arrives later and is stopped then.
+    pub(crate) fn deliver(self, children: &mut HashMap<u64, E>) {
+        for mut child in self.new {
+            if child.is_cancelled() {
+                child.stop();
+            }
+            children.insert(child.id(), child);
+        }
+        for id in self.cancelled {
+            if let Some(child) = children.get_mut(&id) {
+                child.stop();
+            }
         }
     }
 }

@@ -17,7 +17,7 @@
 mod inbox;
 mod run;
 
-pub(crate) use inbox::Inbox;
+pub(crate) use inbox::{Entry, Inbox};
 
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;

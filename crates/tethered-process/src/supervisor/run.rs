@@ -28,20 +28,15 @@ pub(super) fn run(supervisor: &Supervisor, woken: &UnixStream) {
             .min()
             .map(|wake| wake.saturating_duration_since(now));
         let wake_ready = sleep(&children, woken, timeout, &mut ready);
-        if wake_ready {
-            drain(woken);
-        }
-        // After the drain (the inbox's invariant 1).
-        let mail = supervisor.inbox.take();
-        for child in mail.new {
-            children.insert(child.id(), child);
-        }
+        supervisor
+            .inbox
+            .collect(|| {
+                if wake_ready {
+                    drain(woken);
+                }
+            })
+            .deliver(&mut children);
         let now = Instant::now();
-        for id in mail.cancelled {
-            if let Some(child) = children.get_mut(&id) {
-                child.cancel(now);
-            }
-        }
         for (id, source) in ready.drain(..) {
             if let Some(child) = children.get_mut(&id) {
                 child.ready(source, now, &mut scratch);

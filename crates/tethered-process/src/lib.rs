@@ -23,51 +23,62 @@
 //! a future resolving once the child is reaped to its [`ProcessOutput`] (carried by
 //! `NativeError::Cancelled { returned: Some(output), .. }` when a cancel stopped it), and a
 //! [`tethered::Tethered`] job that every adapter's `timeout`, `cancel_when` and scopes accept.
-//! The crate is runtime-agnostic: the waiter is a tethered native job on a thread of its own, or
-//! on any [`tethered::Spawner`].
+//! The crate is runtime-agnostic: one supervisor thread of its own watches every child.
 //!
 //! # What happens on a cancel
 //!
 //! 1. The job's token is cancelled: the handle was dropped ([`CancelReason::Dropped`]), a
 //!    timeout fired, a parent token or a scope was cancelled, or [`ProcessJob::cancel`].
-//! 2. The waiter wakes at once and sends the polite signal ([`StopSignal::Term`] unless set
+//! 2. The supervisor wakes at once and sends the polite signal ([`StopSignal::Term`] unless set
 //!    otherwise) to the child's process group, then SIGCONT so a stopped process can act on it.
 //! 3. If the child has not exited when the grace ([`DEFAULT_GRACE`], 2 s, unless set) has
 //!    passed, the group gets SIGKILL. A zero grace sends SIGKILL at once; [`Duration::MAX`]
 //!    never does.
 //! 4. Once the child (the group's leader) has exited, what is left of its group gets SIGKILL,
-//!    and the child is reaped. The job resolves; no zombie, no grandchild in the group, no
-//!    thread is left. This step also ends a child that exits by itself: a job leaves nothing
-//!    running behind it.
+//!    and the child is reaped. The job resolves; no zombie and no grandchild in the group is
+//!    left. This step also ends a child that exits by itself: a job leaves nothing running
+//!    behind it.
+//!
+//! # One supervisor
+//!
+//! One thread, started with the first child, watches every child of the crate, however many:
+//! on Linux it sleeps in `poll` on each child's pidfd (readable once the child exited), on each
+//! captured pipe (non-blocking) and on a wake channel that a new child or a cancel writes to.
+//! Where there is no pidfd (macOS, Linux before 5.3, a seccomp filter, a child whose exit a
+//! tracer holds, or `TETHERED_PROCESS_WATCH=poll` in the environment) it looks at that child
+//! with `waitid(WNOHANG | WNOWAIT)` between sleeps of 1 ms, doubling to 20 ms, back to 1 ms
+//! after each signal. No SIGCHLD handler is installed. A child costs an entry in a map and its
+//! descriptors, not a thread.
 //!
 //! # Why it never signals a stranger (pid reuse)
 //!
 //! A pid is free for the kernel to reuse as soon as its process has been reaped, so a signal
-//! sent to a pid after the reap can kill an unrelated process. Here one thread, the waiter,
-//! owns the [`std::process::Child`]: it alone reaps, and it alone signals, and every signal
-//! comes before its reap. It learns that the child exited with
-//! `waitid(WEXITED | WNOHANG | WNOWAIT)`, which leaves the child a zombie: the zombie holds
-//! its pid, and the group id it lends its group, until the reap. That is why step 4 can kill
-//! the rest of the group safely: after the reap, if grandchildren had all died too, the
-//! group id could be reused; before it, it cannot. On Linux the waiter also holds a pidfd of
-//! the child, signals the child through it, and sleeps in `poll` on it and on an eventfd the
-//! cancel writes to, so a cancel or an exit wakes it at once; elsewhere it polls `waitid`
-//! between interruptible sleeps (1 ms, doubling to 20 ms, back to 1 ms after each signal).
+//! sent to a pid after the reap can kill an unrelated process. Here the supervisor owns every
+//! [`std::process::Child`]: it alone reaps, it alone signals, and every signal comes before
+//! the reap. It learns that the child exited with `waitid(WEXITED | WNOHANG | WNOWAIT)`, which
+//! leaves the child a zombie: the zombie holds its pid, and the group id it lends its group,
+//! until the reap. That is why step 4 can kill the rest of the group safely: after the reap,
+//! if grandchildren had all died too, the group id could be reused; before it, it cannot. On
+//! Linux it also signals the child through its pidfd.
 //!
-//! If the waiter never runs (it was cancelled while queued in a full pool, or the pool shut
-//! down), the child is handed to a rescue, a tethered job on a thread of its own that runs
-//! the same stop and reap; the [`ProcessJob`] then awaits that.
+//! # Scopes
+//!
+//! [`Process::spawn_in`] starts the child in a [`tethered::NativeScope`]; with
+//! [`NativeScope::with_max_running(n)`](tethered::NativeScope::with_max_running) at most `n`
+//! children are alive, and the others wait unspawned ([`ProcessJob::pid`] is `None`,
+//! [`ProcessJob::started`] waits for the start). A job cancelled while it waits never starts
+//! its child.
 //!
 //! # Limits
 //!
 //! - A descendant that leaves the group (`setsid`, or `setpgid` into another group) escapes
 //!   its signals; a leader that moves itself to another group is still signalled itself.
 //! - Something else in this process that reaps children it does not own (`waitpid(-1)`, or
-//!   SIGCHLD set to `SIG_IGN`) takes the child's status; the waiter notices, stops signalling
-//!   at once, and reports [`Ended::Lost`].
+//!   SIGCHLD set to `SIG_IGN`) takes the child's status; the supervisor notices, stops
+//!   signalling that child at once, and reports [`Ended::Lost`].
 //! - If this process dies without unwinding (SIGKILL, `abort`, `std::process::exit`), no
 //!   destructor runs and its children are not stopped. Dropping a job starts the stop; the
-//!   waiter thread finishes it. A program that drops jobs just before it exits should wait for
+//!   supervisor finishes it. A program that drops jobs just before it exits should wait for
 //!   them first ([`ProcessJob::cancel_and_join`], or
 //!   [`tethered::testing::wait_all_returned`]), or the exit may orphan a child that was still
 //!   being stopped.
@@ -76,12 +87,14 @@
 //!
 //! # Pipes
 //!
-//! Piped stdout and stderr are read on threads of their own while the child runs, so a child
-//! that writes megabytes never blocks on a full pipe, and end up in
-//! [`ProcessOutput::stdout`] and [`ProcessOutput::stderr`], up to
-//! [`Process::capture_limit`] bytes each (the rest is read and discarded). Turn capturing off
-//! per stream to read a pipe yourself ([`ProcessJob::take_stdout`]); a piped stdin is always
-//! yours ([`ProcessJob::take_stdin`]).
+//! Piped stdout and stderr are read by the supervisor as they fill, so a child that writes
+//! megabytes never blocks on a full pipe, and end up in [`ProcessOutput::stdout`] and
+//! [`ProcessOutput::stderr`], up to [`Process::capture_limit`] bytes each (the rest is read and
+//! discarded). After the reap the supervisor reads on until the pipes end, for at most a
+//! second (a process outside the group may hold them:
+//! [`Captured::still_open`](crate::Captured::still_open) says so); the pipes close with the
+//! job. Turn capturing off per stream to read a pipe yourself ([`ProcessJob::take_stdout`]); a
+//! piped stdin is always yours ([`ProcessJob::take_stdin`]).
 //!
 //! Unix only (Linux and macOS); on other targets the crate is empty. See the README for the
 //! Windows plan.

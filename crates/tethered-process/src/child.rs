@@ -35,7 +35,6 @@ use tethered::{CallbackGuard, CancelToken, Completer};
 use crate::output::{Ended, ProcessOutput};
 use crate::pipe::Pipe;
 use crate::signal::StopSignal;
-use crate::supervisor::Entry;
 use crate::target::Target;
 
 /// How long the supervisor reads the captured pipes after the reap, waiting for their end.
@@ -142,6 +141,15 @@ impl Watched {
             completer: Some(completer),
             cancel_link: None,
         }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the child's job was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.token.is_cancelled()
     }
 
     pub(crate) fn pid(&self) -> u32 {
@@ -345,20 +353,6 @@ impl Watched {
             (Ok(status), Phase::Killing) => Ended::Killed(status),
         };
         self.reaped = Some((ended, Instant::now().max(now)));
-    }
-}
-
-impl Entry for Watched {
-    fn id(&self) -> u64 {
-        self.id
-    }
-
-    fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled()
-    }
-
-    fn stop(&mut self) {
-        self.cancel(Instant::now());
     }
 }
 

@@ -23,6 +23,7 @@ use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use crate::child::Watched;
 
@@ -92,5 +93,19 @@ impl Supervisor {
         // Nothing else fails on a connected socket pair whose other end lives as long as the
         // process.
         let _ = (&self.wake).write(&[1]);
+    }
+}
+
+impl Entry for Watched {
+    fn id(&self) -> u64 {
+        Watched::id(self)
+    }
+
+    fn is_cancelled(&self) -> bool {
+        Watched::is_cancelled(self)
+    }
+
+    fn stop(&mut self) {
+        self.cancel(Instant::now());
     }
 }

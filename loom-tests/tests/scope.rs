@@ -64,3 +64,56 @@ fn shutdown_vs_a_polling_job() {
         assert_eq!(stats().detached, 0);
     });
 }
+
+/// An external job waits for the scope's one slot while the first job's work completes it on
+/// another thread and a third thread cancels the waiting job: the waiting job's start is
+/// called at most once, and only if no cancel came before its slot; either way the job
+/// resolves and the scope and the counters end empty.
+#[test]
+fn external_start_vs_cancel_while_waiting() {
+    model("scope_external_start_vs_cancel", || {
+        use loom_tests::sync::{AtomicUsize, Ordering};
+        let spawner = Arc::new(JoinableSpawner::default());
+        let scope = NativeScope::with_spawner(spawner.clone()).with_max_running(1);
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
+        let first = tethered::AbortableNative::builder()
+            .external_in(&scope, move |completer| first_tx.send(completer).unwrap())
+            .unwrap();
+        let starts = Arc::new(AtomicUsize::new(0));
+        let counted = starts.clone();
+        let waiting = tethered::AbortableNative::builder()
+            .external_in(&scope, move |completer| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                completer.complete(2);
+            })
+            .unwrap();
+        let completer = first_rx.recv().unwrap();
+        let worker = thread::spawn(move || completer.complete(1));
+        let abort = waiting.abort_handle();
+        let canceller = thread::spawn(move || abort.cancel(CancelReason::Timeout));
+        assert_eq!(first.join_blocking().unwrap(), 1);
+        let second = waiting.join_blocking();
+        worker.join().unwrap();
+        canceller.join().unwrap();
+        spawner.join_all();
+        let started = starts.load(Ordering::SeqCst);
+        assert!(started <= 1, "the start ran {started} times");
+        match second {
+            Ok(value) => assert_eq!((value, started), (2, 1)),
+            // Cancelled after its start: the start ran and completed it.
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: Some(value),
+            }) => assert_eq!((*value, started), (2, 1)),
+            // Cancelled while it waited: never started.
+            Err(NativeError::Cancelled {
+                reason: CancelReason::Timeout,
+                returned: None,
+            }) => assert_eq!(started, 0),
+            Err(other) => panic!("unexpected {other}"),
+        }
+        assert_eq!(scope.len(), 0);
+        assert_eq!(stats().running, 0);
+        assert_eq!(stats().queued, 0);
+    });
+}

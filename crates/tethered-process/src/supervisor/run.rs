@@ -11,8 +11,8 @@ use super::Supervisor;
 use crate::child::{Source, Watched};
 use crate::pipe::CHUNK;
 
-/// How long the loop backs off when `poll` itself fails (out of memory): it then retries
-/// rather than spin.
+/// How long the loop backs off when `poll` itself fails, before it looks at everything as if
+/// `poll` had said so (see `sleep`): it never spins, and never stops watching.
 const POLL_FAILED_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Runs for the life of the process.
@@ -78,7 +78,15 @@ fn sleep(
     let timeout = timeout.and_then(|timeout| Timespec::try_from(timeout).ok());
     match rustix::event::poll(&mut fds, timeout.as_ref()) {
         Ok(_) | Err(rustix::io::Errno::INTR) => {}
-        Err(_) => std::thread::sleep(POLL_FAILED_BACKOFF),
+        Err(_) => {
+            // Out of memory, or more descriptors than a lowered RLIMIT_NOFILE allows: treat
+            // every descriptor as ready. Each child is then looked at with `waitid`, and one
+            // whose pidfd was not really ready is watched by polling from now on, so the set
+            // shrinks to the pipes; reads are non-blocking.
+            std::thread::sleep(POLL_FAILED_BACKOFF);
+            ready.extend(keys);
+            return true;
+        }
     }
     for (fd, key) in fds[1..].iter().zip(keys) {
         if !fd.revents().is_empty() {

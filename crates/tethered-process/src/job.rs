@@ -90,6 +90,12 @@ impl ProcessJob {
         }
     }
 
+    /// Whether the job has resolved: the child was reaped (or never started). Awaiting it then
+    /// gives its result at once.
+    pub fn is_finished(&self) -> bool {
+        self.job.is_finished()
+    }
+
     /// The job's token: cancelled when the job is, with the reason.
     pub fn token(&self) -> CancelToken {
         self.job.token()

@@ -119,6 +119,8 @@ pub mod loom;
 mod output;
 #[cfg(unix)]
 mod pipe;
+#[cfg(unix)]
+mod pool;
 mod signal;
 #[cfg(unix)]
 mod supervisor;
@@ -134,6 +136,8 @@ pub use job::{CancelAndJoin, ProcessJob};
 #[cfg(unix)]
 pub use launch::StartedFuture;
 pub use output::{Captured, Ended, ProcessOutput};
+#[cfg(unix)]
+pub use pool::{DEFAULT_MAX_FAILURES, Pool, PoolBuilder, PoolShutdown, PoolStats, Worker};
 pub use signal::StopSignal;
 
 // The README's example is a doc test too.

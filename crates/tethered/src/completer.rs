@@ -81,6 +81,27 @@ impl<T: Send + 'static> Completer<T> {
             job.complete(Some(value));
         }
     }
+
+    /// Finishes the job as panicked, with the panic the work caught (see
+    /// [`catch_panic`](crate::catch_panic)): the handle gives
+    /// `Err(NativeError::Panicked(panic))`, as for a spawned closure that panicked.
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, NativeError};
+    ///
+    /// let (job, completer) = AbortableNative::builder().external::<u32>();
+    /// match tethered::catch_panic(|| -> u32 { panic!("the work failed") }) {
+    ///     Ok(value) => completer.complete(value),
+    ///     Err(panic) => completer.panicked(panic),
+    /// }
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert!(matches!(&err, NativeError::Panicked(panic) if panic.message() == Some("the work failed")));
+    /// ```
+    pub fn panicked(mut self, panic: crate::JobPanic) {
+        if let Some(job) = self.job.take() {
+            job.complete_panicked(panic);
+        }
+    }
 }
 
 impl<T: Send + 'static> Drop for Completer<T> {

@@ -229,6 +229,14 @@ impl<T: Send + 'static> Job<T, External<T>> {
         }
     }
 
+    /// Finishes an external job as panicked.
+    pub(crate) fn complete_panicked(&self, panic: JobPanic) {
+        self.count(Event::Returned);
+        self.count(Event::Panicked);
+        self.span.panicked(panic.message());
+        self.finish(Err(NativeError::Panicked(panic)));
+    }
+
     pub(crate) fn token(&self) -> CancelToken {
         self.source.token()
     }

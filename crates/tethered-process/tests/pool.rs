@@ -1,0 +1,283 @@
+//! `Pool`: long-lived python3 workers speaking a line protocol. A request dropped during its
+//! turn stops its worker at once and a fresh one serves the next; crash loops back off and give
+//! up with a clear error; a closed or dropped pool stops every worker.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io;
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{Proc, SLACK, median_and_worst, wait_until};
+use tethered::{CancelReason, NativeError};
+use tethered_process::{Pool, Worker};
+
+/// One request per line: `n` milliseconds of sleep then `done n`; a negative `n` burns CPU
+/// forever; `fork` starts a grandchild in the worker's group and answers with its pid.
+const WORKER: &str = r#"
+import os, subprocess, sys, time
+for line in sys.stdin:
+    line = line.strip()
+    if line == "fork":
+        child = subprocess.Popen(["sleep", "600"])
+        print(child.pid, flush=True)
+        continue
+    n = int(line)
+    if n < 0:
+        while True:
+            pass
+    time.sleep(n / 1000)
+    print(f"done {n}", flush=True)
+"#;
+
+fn python(script: &'static str) -> impl Fn() -> Command + Send + Sync + 'static {
+    move || {
+        let mut command = Command::new("python3");
+        command.args(["-u", "-c", script]);
+        command
+    }
+}
+
+/// A turn that asks for `n` and tells `pid_tx` which worker took it.
+fn ask(
+    n: i64,
+    pid_tx: Option<mpsc::Sender<u32>>,
+) -> impl FnOnce(&mut Worker) -> io::Result<String> {
+    move |worker| {
+        if let Some(pid_tx) = pid_tx {
+            let _ = pid_tx.send(worker.pid());
+        }
+        worker.send_line(&n.to_string())?;
+        worker.read_line()
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+#[test]
+fn a_busy_turn_dropped_mid_request_stops_its_worker_at_once_and_a_fresh_one_serves_next() {
+    let grace = Duration::from_secs(2);
+    let pool = Pool::builder(python(WORKER))
+        .size(1)
+        .grace(grace)
+        .build()
+        .expect("python3 starts");
+    let runtime = runtime();
+    let mut times = Vec::new();
+    for round in 0..50 {
+        let (pid_tx, pid_rx) = mpsc::channel();
+        let request = pool.run(ask(-1, Some(pid_tx)));
+        let pid = pid_rx.recv_timeout(SLACK).expect("a worker takes the turn");
+        let worker = Proc::of(pid);
+        // The caller gives up: the timeout drops the request during its turn.
+        let timed_out = runtime
+            .block_on(async { tethered_tokio::timeout(Duration::from_millis(20), request).await });
+        let dropped = Instant::now();
+        assert!(
+            timed_out.is_err(),
+            "round {round}: a busy turn never answers"
+        );
+        assert!(
+            wait_until(grace + SLACK, || !worker.exists()),
+            "round {round}: the worker {pid} is still there"
+        );
+        times.push(dropped.elapsed());
+        // The next request is served, by a fresh worker.
+        let (pid_tx, pid_rx) = mpsc::channel();
+        let next = pool.run(ask(1, Some(pid_tx)));
+        assert_eq!(
+            next.join_blocking().expect("served").expect("answered"),
+            "done 1"
+        );
+        assert_ne!(pid_rx.recv().expect("its worker"), pid);
+    }
+    let (median, worst) = median_and_worst(&mut times);
+    println!("turn dropped to worker gone: median {median:.1?}, worst {worst:.1?} (50 runs)");
+    let stats = pool.stats();
+    assert_eq!(stats.cancelled_mid_turn, 50, "{stats:?}");
+    assert_eq!(stats.replaced, 50, "{stats:?}");
+    assert_eq!(stats.served, 50, "{stats:?}");
+    let report = pool.shutdown_blocking(SLACK);
+    assert_eq!(report.still_running, 0);
+}
+
+#[test]
+fn a_crash_loop_backs_off_and_gives_up_with_the_reason() {
+    let pool = Pool::builder(python("import sys\nsys.exit(3)"))
+        .size(1)
+        .max_failures(4)
+        .build()
+        .expect("python3 starts (and then exits)");
+    let started = Instant::now();
+    let request = pool.run(ask(1, None));
+    match request.join_blocking() {
+        // The first worker took it and closed its stdout, or the pool gave up first.
+        Ok(Err(err)) => assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof),
+        Err(NativeError::Cancelled {
+            reason: CancelReason::Custom(why),
+            returned: None,
+        }) => assert!(why.contains("gave up"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(wait_until(SLACK, || pool.stats().broken.is_some()));
+    let took = started.elapsed();
+    let stats = pool.stats();
+    // Four failures in a row, with 10 + 20 + 40 ms of backoff between them: no hot loop.
+    assert_eq!(stats.start_failures, 4, "{stats:?}");
+    assert!(took >= Duration::from_millis(70), "gave up after {took:?}");
+    let why = stats.broken.expect("broken");
+    assert!(why.contains("4 workers in a row"), "{why}");
+    // Later requests are refused with the same reason, at once.
+    let refused = pool.run(ask(1, None)).join_blocking().unwrap_err();
+    assert!(matches!(
+        refused.cancel_reason(),
+        Some(CancelReason::Custom(reason)) if reason.contains("gave up")
+    ));
+    assert!(wait_until(SLACK, || pool.stats().live == 0));
+}
+
+#[test]
+fn a_missing_program_or_a_zero_size_is_an_error_at_build() {
+    let missing = Pool::builder(|| Command::new("/no/such/worker"))
+        .build()
+        .unwrap_err();
+    assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    let empty = Pool::builder(python(WORKER)).size(0).build().unwrap_err();
+    assert_eq!(empty.kind(), io::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn a_worker_that_ignores_sigterm_is_killed_after_the_grace() {
+    const STUBBORN: &str = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\nfor line in sys.stdin:\n    while True:\n        pass\n";
+    let grace = Duration::from_millis(300);
+    let pool = Pool::builder(python(STUBBORN))
+        .grace(grace)
+        .build()
+        .expect("python3 starts");
+    let (pid_tx, pid_rx) = mpsc::channel();
+    let request = pool.run(move |worker: &mut Worker| {
+        // Its handler is set once it says so.
+        let ready = worker.read_line();
+        let _ = pid_tx.send(worker.pid());
+        ready?;
+        worker.send_line("spin")?;
+        worker.read_line()
+    });
+    let worker = Proc::of(pid_rx.recv_timeout(SLACK).expect("the turn runs"));
+    let dropped = Instant::now();
+    drop(request);
+    assert!(wait_until(grace + SLACK, || !worker.exists()));
+    assert!(
+        dropped.elapsed() >= grace,
+        "SIGTERM was ignored: SIGKILL came after the grace"
+    );
+    let stats = pool.stats();
+    assert_eq!(stats.cancelled_mid_turn, 1, "{stats:?}");
+}
+
+#[test]
+fn a_worker_that_forked_a_grandchild_takes_it_along() {
+    let pool = Pool::builder(python(WORKER))
+        .build()
+        .expect("python3 starts");
+    let grandchild: u32 = pool
+        .run(|worker: &mut Worker| {
+            worker.send_line("fork")?;
+            worker.read_line()
+        })
+        .join_blocking()
+        .expect("served")
+        .expect("answered")
+        .parse()
+        .expect("a pid");
+    let grandchild = Proc::of(grandchild);
+    let (pid_tx, pid_rx) = mpsc::channel();
+    let request = pool.run(ask(-1, Some(pid_tx)));
+    let worker = Proc::of(pid_rx.recv_timeout(SLACK).expect("the turn runs"));
+    drop(request);
+    assert!(wait_until(SLACK, || !worker.exists()));
+    assert!(
+        wait_until(SLACK, || !grandchild.is_running()),
+        "the worker's grandchild outlived it"
+    );
+}
+
+#[test]
+fn a_worker_that_closes_its_stdout_is_a_clear_error_and_is_replaced() {
+    const MUTE: &str = "import os, sys, time\nos.close(1)\nsys.stdin.readline()\ntime.sleep(600)\n";
+    let pool = Pool::builder(python(MUTE)).build().expect("python3 starts");
+    let answer = pool
+        .run(ask(1, None))
+        .join_blocking()
+        .expect("the turn returned");
+    let err = answer.unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    assert!(err.to_string().contains("closed its stdout"), "{err}");
+    assert!(wait_until(SLACK, || pool.stats().retired >= 1));
+    let report = pool.shutdown_blocking(SLACK);
+    assert_eq!(report.still_running, 0);
+}
+
+type Outcomes = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>>>>;
+
+/// A pool dropped with requests in flight: every request resolves as stopped by the shutdown,
+/// and every worker is gone.
+fn dropped_with_requests_in_flight(block_on: impl FnOnce(Outcomes) -> Vec<String>) {
+    let pool = Pool::builder(python(WORKER))
+        .size(2)
+        .build()
+        .expect("python3 starts");
+    let (pid_tx, pid_rx) = mpsc::channel();
+    let requests: Vec<_> = (0..6)
+        .map(|_| pool.run(ask(-1, Some(pid_tx.clone()))))
+        .collect();
+    // Two take the workers; four wait.
+    let workers: Vec<Proc> = (0..2)
+        .map(|_| Proc::of(pid_rx.recv_timeout(SLACK).expect("a turn runs")))
+        .collect();
+    drop(pool);
+    let outcomes = block_on(Box::pin(async move {
+        let mut outcomes = Vec::new();
+        for request in requests {
+            outcomes.push(match request.await {
+                Err(NativeError::Cancelled {
+                    reason: CancelReason::Shutdown,
+                    ..
+                }) => "shutdown".to_owned(),
+                other => format!("{other:?}"),
+            });
+        }
+        outcomes
+    }));
+    assert!(
+        outcomes.iter().all(|outcome| outcome == "shutdown"),
+        "{outcomes:?}"
+    );
+    for worker in workers {
+        assert!(
+            wait_until(SLACK, || !worker.exists()),
+            "worker {} left",
+            worker.pid
+        );
+    }
+}
+
+#[test]
+fn a_pool_dropped_with_requests_in_flight_stops_them_all_on_tokio() {
+    let runtime = runtime();
+    dropped_with_requests_in_flight(|future| runtime.block_on(future));
+}
+
+#[test]
+fn a_pool_dropped_with_requests_in_flight_stops_them_all_on_smol() {
+    dropped_with_requests_in_flight(smol::block_on);
+}

@@ -1,0 +1,172 @@
+//! `Pool` under 2,000 requests with random drops and timeouts. One test in its own binary: it
+//! counts this process's children and jobs.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io;
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{SLACK, wait_until, zombie_children};
+use tethered_process::{Pool, Worker};
+
+/// One request per line: `n` milliseconds of sleep then `done n`; a negative `n` burns CPU
+/// forever; `fork` starts a grandchild in the worker's group and answers with its pid.
+const WORKER: &str = r#"
+import os, subprocess, sys, time
+for line in sys.stdin:
+    line = line.strip()
+    if line == "fork":
+        child = subprocess.Popen(["sleep", "600"])
+        print(child.pid, flush=True)
+        continue
+    n = int(line)
+    if n < 0:
+        while True:
+            pass
+    time.sleep(n / 1000)
+    print(f"done {n}", flush=True)
+"#;
+
+fn python(script: &'static str) -> impl Fn() -> Command + Send + Sync + 'static {
+    move || {
+        let mut command = Command::new("python3");
+        command.args(["-u", "-c", script]);
+        command
+    }
+}
+
+/// A turn that asks for `n` and tells `pid_tx` which worker took it.
+fn ask(
+    n: i64,
+    pid_tx: Option<mpsc::Sender<u32>>,
+) -> impl FnOnce(&mut Worker) -> io::Result<String> {
+    move |worker| {
+        if let Some(pid_tx) = pid_tx {
+            let _ = pid_tx.send(worker.pid());
+        }
+        worker.send_line(&n.to_string())?;
+        worker.read_line()
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+#[test]
+fn two_thousand_requests_with_random_drops_and_timeouts_leave_exactly_size_workers() {
+    const SIZE: usize = 4;
+    let pool = std::sync::Arc::new(
+        Pool::builder(python(WORKER))
+            .size(SIZE)
+            .grace(Duration::from_millis(500))
+            .build()
+            .expect("python3 starts"),
+    );
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |since| since.as_nanos() as u64)
+        | 1;
+    println!("seed {seed}");
+    let runtime = runtime();
+    let started = Instant::now();
+    // Eight callers, 250 requests each, one after the other: about eight requests in flight
+    // on four workers, so drops and timeouts hit waiting requests and running turns alike.
+    let fates = runtime.block_on(async {
+        let mut callers = tokio::task::JoinSet::new();
+        for caller in 0..8u64 {
+            let pool = pool.clone();
+            let mut rng = seed.wrapping_mul(caller + 1) | 1;
+            callers.spawn(async move {
+                let mut fates = [0usize; 3];
+                for i in 0..250u64 {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    match rng % 8 {
+                        // Dropped while it waits or during its turn.
+                        0 => {
+                            let request = pool.run(ask(20, None));
+                            tokio::time::sleep(Duration::from_millis(rng % 10)).await;
+                            drop(request);
+                            fates[0] += 1;
+                        }
+                        // A busy turn that times out.
+                        1 => {
+                            let request = pool.run(ask(-1, None));
+                            let timed_out =
+                                tethered_tokio::timeout(Duration::from_millis(10), request).await;
+                            assert!(timed_out.is_err());
+                            fates[1] += 1;
+                        }
+                        // Served.
+                        _ => {
+                            match pool.run(ask((i % 3) as i64, None)).await {
+                                Ok(Ok(reply)) => assert!(reply.starts_with("done")),
+                                other => panic!("request {i} not served: {other:?}"),
+                            }
+                            fates[2] += 1;
+                        }
+                    }
+                }
+                fates
+            });
+        }
+        let mut fates = [0usize; 3];
+        while let Some(caller) = callers.join_next().await {
+            for (all, mine) in fates.iter_mut().zip(caller.expect("no caller panicked")) {
+                *all += mine;
+            }
+        }
+        fates
+    });
+    println!(
+        "2,000 requests (dropped, timed out, served: {fates:?}) in {:.1?}",
+        started.elapsed()
+    );
+    // Back to idle: exactly `SIZE` workers, every one idle, no zombie, nothing else in their
+    // groups.
+    assert!(
+        wait_until(SLACK + SLACK, || {
+            let stats = pool.stats();
+            stats.live == SIZE && stats.idle == SIZE && stats.busy == 0 && stats.waiting == 0
+        }),
+        "{:?}",
+        pool.stats()
+    );
+    let stats = pool.stats();
+    println!("{stats:?}");
+    assert!(stats.served as usize >= fates[2], "{stats:?}");
+    assert!(
+        stats.cancelled_mid_turn > 0,
+        "no turn was cancelled: {stats:?}"
+    );
+    assert_eq!(stats.replaced, stats.cancelled_mid_turn, "{stats:?}");
+    assert_eq!(stats.start_failures, 0, "{stats:?}");
+    let children = common::children();
+    assert_eq!(children.len(), SIZE, "{children:?}");
+    assert_eq!(zombie_children(), Vec::<u32>::new());
+    for worker in &children {
+        assert_eq!(
+            common::live_group_members(*worker),
+            vec![*worker],
+            "a stray in the group"
+        );
+    }
+    assert_eq!(
+        tethered::stats().running,
+        SIZE,
+        "only the workers' jobs run"
+    );
+    let report = pool.shutdown_blocking(SLACK);
+    assert_eq!(report.still_running, 0);
+    assert!(wait_until(SLACK, || common::children().is_empty()));
+}

@@ -281,3 +281,37 @@ fn a_pool_dropped_with_requests_in_flight_stops_them_all_on_tokio() {
 fn a_pool_dropped_with_requests_in_flight_stops_them_all_on_smol() {
     dropped_with_requests_in_flight(smol::block_on);
 }
+
+#[test]
+fn a_command_factory_that_panics_is_a_failed_start_not_a_dead_pool_thread() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let pool = Pool::builder(move || {
+        if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            panic!("no more workers");
+        }
+        python(WORKER)()
+    })
+    .max_failures(2)
+    .build()
+    .expect("the first worker starts");
+    // Its only worker is stopped mid-turn; each replacement's factory panics.
+    let (pid_tx, pid_rx) = mpsc::channel();
+    let request = pool.run(ask(-1, Some(pid_tx)));
+    pid_rx.recv_timeout(SLACK).expect("the turn runs");
+    drop(request);
+    assert!(
+        wait_until(SLACK, || pool.stats().broken.is_some()),
+        "{:?}",
+        pool.stats()
+    );
+    let why = pool.stats().broken.expect("broken");
+    assert!(why.contains("factory panicked: no more workers"), "{why}");
+    let refused = pool.run(ask(1, None)).join_blocking().unwrap_err();
+    assert!(matches!(
+        refused.cancel_reason(),
+        Some(CancelReason::Custom(_))
+    ));
+    let report = pool.shutdown_blocking(SLACK);
+    assert_eq!(report.still_running, 0);
+}

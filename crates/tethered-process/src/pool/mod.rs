@@ -43,7 +43,13 @@ struct Shared {
 
 impl Shared {
     fn spawn_worker(&self, id: u64) -> io::Result<Worker> {
-        let mut command = (self.make)();
+        // The factory is user code: a panic in it is a failed start, not a dead seat.
+        let mut command = tethered::catch_panic(|| (self.make)()).map_err(|panic| {
+            io::Error::other(format!(
+                "the pool's command factory panicked: {}",
+                panic.message().unwrap_or("(no message)")
+            ))
+        })?;
         command.stdin(Stdio::piped()).stdout(Stdio::piped());
         let job = Process::new(command)
             .grace(self.grace)

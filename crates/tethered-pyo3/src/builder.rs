@@ -96,8 +96,8 @@ impl<'a> Builder<'a> {
         self
     }
 
-    /// Starts `f` on a native thread and returns an `asyncio.Future` of its outcome, bound to
-    /// the running loop; see [`spawn_native`](crate::spawn_native).
+    /// Starts `f` on a native thread and returns a coroutine of its outcome, bound to the
+    /// running loop; see [`spawn_native`](crate::spawn_native).
     ///
     /// # Errors
     ///
@@ -107,7 +107,7 @@ impl<'a> Builder<'a> {
         F: FnOnce(CancelToken) -> R + Send + 'static,
         R: IntoPyResult<M>,
     {
-        self.start(py, f).map(|(future, _link)| future)
+        self.call(py, f, false)
     }
 
     /// Starts `f` on a native thread and returns an awaitable whose cancellation completes
@@ -117,6 +117,15 @@ impl<'a> Builder<'a> {
     ///
     /// As [`spawn`](Self::spawn).
     pub fn spawn_joined<'py, F, R, M>(self, py: Python<'py>, f: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: FnOnce(CancelToken) -> R + Send + 'static,
+        R: IntoPyResult<M>,
+    {
+        self.call(py, f, true)
+    }
+
+    /// Starts the job and wraps its future in the awaitable both variants return.
+    fn call<'py, F, R, M>(self, py: Python<'py>, f: F, joined: bool) -> PyResult<Bound<'py, PyAny>>
     where
         F: FnOnce(CancelToken) -> R + Send + 'static,
         R: IntoPyResult<M>,
@@ -131,7 +140,7 @@ impl<'a> Builder<'a> {
                 link.cancel(reason_from_message(message.as_ref()));
             },
         )?;
-        glue(py)?.joined.bind(py).call1((future, cancel))
+        glue(py)?.call.bind(py).call1((future, cancel, joined))
     }
 
     fn start<'py, F, R, M>(self, py: Python<'py>, f: F) -> PyResult<(Bound<'py, PyAny>, Arc<Link>)>

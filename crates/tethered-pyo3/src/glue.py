@@ -54,26 +54,39 @@ def cancel_message(exc):
     return None
 
 
-class Joined:
-    """Awaits `fut`; when the awaiting task is cancelled, cancels the native job with
-    `cancel(message)` and lets the CancelledError through only once the job has returned.
+class NativeCall:
+    """What `spawn_native` and `spawn_native_joined` return: a coroutine written by hand that
+    awaits the native job's future `fut`.
 
     A coroutine by hand rather than an `async def`: a coroutine cancelled before its first step
     never runs its own body (asyncio throws the CancelledError in at the start), so an
     `async def` could not cancel the job, nor wait for it, when the cancel comes that early (a
     TaskGroup sibling failing at once). Registered as a `collections.abc.Coroutine`, it goes
-    wherever asyncio, anyio and TaskGroups take a coroutine.
+    wherever asyncio, anyio and TaskGroups take a coroutine (`await`, `create_task`,
+    `TaskGroup.create_task`, `gather`, `wait_for`, anyio's `start_soon`), on every loop.
 
-    It never lets the task cancel `fut` itself: the task waits on a separate waiter future, so
-    the job's future stays pending until the native code has returned and its outcome arrived.
-    Cancels that come while waiting are absorbed; the first one is raised at the end.
+    The job starts when the function is called, as `run_in_executor` starts its work: the
+    native side needs no step of the coroutine to begin, and a coroutine that is never awaited
+    stops its job when it is freed (`fut`'s done callback goes with it).
+
+    - Plain (`joined` false): the task waits on `fut` itself, so cancelling the task cancels
+      `fut` (with the task's cancel message), which cancels the job; the CancelledError comes
+      at once, while the closure returns in its own time.
+    - Joined: the task waits on a separate waiter future, so `fut` stays pending until the
+      native code has returned; a cancel cancels the job with `cancel(message)` and is raised
+      only once the job has returned. Cancels that come while waiting are absorbed; the first
+      one is raised at the end.
+
+    Either way, a cancel before the first step cancels the job, and anything else thrown in
+    (or closing the coroutine unfinished) cancels it too: its awaiter is gone.
     """
 
-    __slots__ = ("_fut", "_cancel", "_cancelled", "_closed")
+    __slots__ = ("_fut", "_cancel", "_joined", "_cancelled", "_closed")
 
-    def __init__(self, fut, cancel):
+    def __init__(self, fut, cancel, joined):
         self._fut = fut
         self._cancel = cancel
+        self._joined = joined
         self._cancelled = None
         self._closed = False
 
@@ -87,16 +100,26 @@ class Joined:
         return self.send(None)
 
     def send(self, _value):
+        if self._joined:
+            return self._step_joined()
         return self._step()
 
     def throw(self, typ, value=None, traceback=None):
         if value is None:
             value = typ() if isinstance(typ, type) else typ
         if isinstance(value, asyncio.CancelledError):
-            if self._cancelled is None:
-                self._cancelled = value
-                self._cancel(cancel_message(value))
-            return self._step()
+            if self._joined:
+                if self._cancelled is None:
+                    self._cancelled = value
+                    self._cancel(cancel_message(value))
+                return self._step_joined()
+            # The task cancelled `fut` already if it waited on it; not before its first step.
+            if not self._fut.done():
+                self._fut.cancel(cancel_message(value))
+            self._closed = True
+            raise value
+        if not self._closed and not self._fut.done():
+            self._cancel(None)
         self._closed = True
         raise value
 
@@ -110,6 +133,15 @@ class Joined:
         fut = self._fut
         if fut.done():
             self._closed = True
+            # The job's value, or its exception (a CancelledError for a cancelled future).
+            raise StopIteration(fut.result())
+        fut._asyncio_future_blocking = True
+        return fut
+
+    def _step_joined(self):
+        fut = self._fut
+        if fut.done():
+            self._closed = True
             if self._cancelled is not None:
                 if not fut.cancelled():
                     fut.exception()  # retrieved: asyncio would log an exception nobody looked at
@@ -120,10 +152,15 @@ class Joined:
         waiter._asyncio_future_blocking = True
         return waiter
 
+    def __repr__(self):
+        state = "done" if self._fut.done() else "running"
+        kind = "joined " if self._joined else ""
+        return f"<tethered native {kind}call ({state})>"
 
-collections.abc.Coroutine.register(Joined)
+
+collections.abc.Coroutine.register(NativeCall)
 
 
-def joined(fut, cancel):
-    """The joined variant's awaitable: see `Joined`."""
-    return Joined(fut, cancel)
+def call(fut, cancel, joined):
+    """The awaitable of a native job: see `NativeCall`."""
+    return NativeCall(fut, cancel, joined)

@@ -25,8 +25,8 @@ pub(crate) enum Settle {
 pub(crate) struct Glue {
     /// `resolve(fut, how, value)`.
     pub(crate) resolve: Py<PyAny>,
-    /// `joined(fut, cancel)`: the joined variant's awaitable, a coroutine by hand.
-    pub(crate) joined: Py<PyAny>,
+    /// `call(fut, cancel, joined)`: the awaitable of a job, a coroutine by hand.
+    pub(crate) call: Py<PyAny>,
     /// `asyncio.get_running_loop`.
     pub(crate) get_running_loop: Py<PyAny>,
 }
@@ -43,7 +43,7 @@ pub(crate) fn glue(py: Python<'_>) -> PyResult<&Glue> {
         let asyncio = py.import("asyncio")?;
         Ok(Glue {
             resolve: module.getattr("resolve")?.unbind(),
-            joined: module.getattr("joined")?.unbind(),
+            call: module.getattr("call")?.unbind(),
             get_running_loop: asyncio.getattr("get_running_loop")?.unbind(),
         })
     })

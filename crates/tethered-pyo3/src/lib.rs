@@ -4,9 +4,8 @@
 //! An asyncio task awaiting native work through `run_in_executor` or a `spawn_blocking`
 //! bridge can be cancelled (a client disconnects, a timeout fires, a worker shuts down), but
 //! the native thread never hears of it and runs on until the process exits.
-//! [`spawn_native`] returns an `asyncio.Future` instead, tied to the job: cancelling the future,
-//! or anything that cancels the task awaiting it, cancels the job's token, which the native
-//! loop checks with one atomic load.
+//! [`spawn_native`] returns a coroutine instead, tied to the job: anything that cancels the
+//! task awaiting it cancels the job's token, which the native loop checks with one atomic load.
 //!
 //! ```no_run
 //! use pyo3::prelude::*;
@@ -47,12 +46,12 @@
 //!
 //! | On the Python side | The job's token |
 //! | --- | --- |
-//! | `fut.cancel()`, `task.cancel()` | [`CancelReason::Dropped`] |
-//! | `fut.cancel(msg)`, `task.cancel(msg)` | [`CancelReason::Custom`]`(msg)` |
+//! | `task.cancel()` | [`CancelReason::Dropped`] |
+//! | `task.cancel(msg)` | [`CancelReason::Custom`]`(msg)` |
 //! | `asyncio.wait_for` or `asyncio.timeout` expiring | `Dropped`: asyncio cancels without a message, so the future cannot tell a timeout from any other cancel |
 //! | a `TaskGroup` sibling failing; `asyncio.run` cancelling the tasks left at its end | `Dropped` |
 //! | an anyio cancel scope (`move_on_after`, `fail_after`, `cancel()`) | `Custom` with anyio's message (`"Cancelled via cancel scope ..."`; `"...; reason: deadline exceeded"` for a deadline) |
-//! | the future freed unsettled (nothing awaits it any more) | `Dropped` |
+//! | the call freed unfinished (nothing awaits it any more) | `Dropped` |
 //! | the loop closed (or freed) with the job running; the interpreter exiting | [`CancelReason::Shutdown`] |
 //! | a parent token ([`Builder::child_of`]), a [`NativeScope`](tethered::NativeScope) | theirs |
 //!

@@ -6,20 +6,26 @@ use tethered::CancelToken;
 use crate::builder::Builder;
 use crate::into_py_result::IntoPyResult;
 
-/// Runs `f` on a native thread and returns an `asyncio.Future` of its outcome, bound to the
-/// running event loop; cancelling the future (or the task awaiting it) cancels `f`'s token.
+/// Runs `f` on a native thread and returns a coroutine of its outcome, bound to the running
+/// event loop; cancelling the task that awaits it cancels `f`'s token.
+///
+/// What it returns is a coroutine written by hand (registered as a
+/// `collections.abc.Coroutine`, the same type [`spawn_native_joined`] returns): `await`,
+/// `asyncio.create_task`, `ensure_future`, `TaskGroup.create_task`, `gather`, `wait_for` and
+/// anyio's `start_soon` take it. The job starts when this is called, not at the coroutine's
+/// first step; a cancel before that step still reaches it.
 ///
 /// - `f` runs on a new thread (use a [`Builder`] for a spawner, a scope, a name or a parent
 ///   token), without the GIL. It is counted in [`tethered::stats()`] until it returns.
-/// - Awaiting the future gives `f`'s value converted to Python ([`IntoPyResult`]); an `Err`
+/// - Awaiting it gives `f`'s value converted to Python ([`IntoPyResult`]); an `Err`
 ///   from `f` is raised as that exception; a panic in `f` raises pyo3's `PanicException` with
 ///   the panic message.
-/// - `fut.cancel()`, and everything that cancels the awaiting task (`task.cancel()`,
+/// - Everything that cancels the awaiting task (`task.cancel()`,
 ///   `asyncio.wait_for` and `asyncio.timeout` expiring, a `TaskGroup` whose sibling failed,
 ///   an anyio cancel scope), cancels the token with [`CancelReason::Dropped`], or with
 ///   [`CancelReason::Custom`] holding the message of a `cancel(msg)` (anyio's cancel scopes
 ///   give one). asyncio tells the future nothing else, so a timeout is `Dropped` too.
-/// - The future freed before it is done (nothing references it any more, so nothing can
+/// - The coroutine freed before it is done (nothing references it any more, so nothing can
 ///   await it) cancels with `Dropped`, as dropping a Rust future does. A traceback that keeps
 ///   the frame holding it alive keeps the job running too.
 /// - The loop closing with the job unfinished, or the interpreter exiting, cancels with
@@ -67,11 +73,9 @@ where
 /// after `f` has returned (its value is then dropped), as anyio's `to_thread.run_sync` does.
 ///
 /// Use it when the caller must know the native code is done once the cancellation completed:
-/// it holds a lock, a file, a connection, or state the next request reuses. The awaitable is
-/// a coroutine (one written by hand, registered as a `collections.abc.Coroutine`), so it goes
-/// to `asyncio.create_task`, `TaskGroup.create_task`, `asyncio.gather`, `asyncio.wait_for` and
-/// anyio's `start_soon`; a cancel that comes before its first step (a `TaskGroup` sibling
-/// failing at once) still cancels the job and waits for it. Further cancels while it waits
+/// it holds a lock, a file, a connection, or state the next request reuses. It returns the
+/// same coroutine type as [`spawn_native`]; a cancel that comes before its first step (a
+/// `TaskGroup` sibling failing at once) still cancels the job and waits for it. Further cancels while it waits
 /// are absorbed, and `asyncio.wait_for` and `asyncio.timeout` raise their `TimeoutError` only
 /// after `f` returned.
 ///

@@ -36,7 +36,7 @@ async def test_scope_bounds_the_jobs_and_cancel_all_stops_running_and_queued_one
     assert not probes[2].running, "the third job waits for a slot"
 
     ext.cancel_scope()
-    results = await asyncio.gather(*futures, return_exceptions=True)
+    results = await asyncio.gather(*map(outcome, futures))
     assert results[0] > 0 and results[1] > 0
     assert isinstance(results[2], asyncio.CancelledError), results[2]
     assert "shutting down" in str(results[2])
@@ -73,3 +73,13 @@ async def test_a_cancel_on_a_rust_thread_never_takes_the_gil_there():
     assert holding.cancel_then_take_the_lock(5.0), "the cancelling thread waited for the GIL"
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(fut, 10)
+
+
+async def outcome(call):
+    """What awaiting `call` gives, its CancelledError included. Caught in the coroutine that
+    awaits the job: a task (as `gather` makes) raises a CancelledError of its own, without the
+    reason."""
+    try:
+        return await call
+    except asyncio.CancelledError as cancelled:
+        return cancelled

@@ -47,20 +47,22 @@ async def test_cancel_message_reaches_native_code_as_custom():
     assert probe.reason == 'Custom("client went away")'
 
 
-async def test_future_cancel_stops_the_native_loop():
+async def test_a_task_cancelled_with_a_message_stops_the_native_loop_with_it():
     probe = ext.Probe()
-    fut = ext.spin(probe)
+    task = asyncio.ensure_future(ext.spin(probe))
     await started(probe)
-    assert fut.cancel("stop")
+    assert task.cancel("stop")
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert await returned(probe)
     assert probe.reason == 'Custom("stop")'
 
 
-async def test_future_freed_unawaited_cancels_the_job_with_dropped():
+async def test_a_call_freed_unawaited_cancels_the_job_with_dropped():
     probe = ext.Probe()
-    fut = ext.spin(probe)
+    call = ext.spin(probe)
     await started(probe)
-    del fut  # nothing can await it any more, as when a Rust future is dropped
+    del call  # nothing can await it any more, as when a Rust future is dropped
     gc.collect()
     assert await returned(probe)
     assert probe.reason == "Dropped"
@@ -173,3 +175,31 @@ async def test_a_cancel_reaches_only_the_job_of_the_cancelled_task():
     assert right.running
     kept.cancel()
     assert await returned(right)
+
+
+async def test_a_plain_call_cancelled_before_its_first_step_cancels_the_job():
+    # A TaskGroup sibling failing at once cancels a task before it ever ran.
+    probe = ext.Probe()
+    task = asyncio.create_task(ext.spin(probe))  # the job starts at the call
+    await started(probe)
+    task.cancel("early")
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await returned(probe)
+    assert probe.reason == 'Custom("early")'
+
+
+async def test_a_taskgroup_sibling_failing_at_once_stops_a_plain_call():
+    probe = ext.Probe()
+    call = ext.spin(probe)  # the job starts here
+    await started(probe)
+    with pytest.raises(ExceptionGroup):
+        async with asyncio.TaskGroup() as group:
+            group.create_task(fail_now())  # fails first: the next task never takes a step
+            group.create_task(call)
+    assert await returned(probe)
+    assert probe.reason == "Dropped"
+
+
+async def fail_now():
+    raise ValueError("sibling failed")

@@ -1,7 +1,9 @@
 """What awaiting a native job gives: its value, its exception, its panic."""
 
 import asyncio
+import collections.abc
 
+import anyio
 import pytest
 import tethered_example as ext
 
@@ -36,11 +38,27 @@ async def test_panic_is_raised_as_panic_exception_with_its_message():
     assert not isinstance(raised.value, Exception)
 
 
-async def test_result_is_an_asyncio_future_of_the_running_loop():
-    fut = ext.add(1, 1)
-    assert isinstance(fut, asyncio.Future)
-    assert fut.get_loop() is asyncio.get_running_loop()
-    assert await fut == 2
+async def test_both_variants_return_the_same_coroutine_type():
+    plain, joined = ext.add(1, 1), ext.echo_joined(2)
+    assert type(plain) is type(joined)
+    assert asyncio.iscoroutine(plain) and isinstance(plain, collections.abc.Coroutine)
+    assert await plain == 2
+    assert await joined == 2
+
+
+async def test_a_plain_call_goes_wherever_a_coroutine_goes():
+    assert await asyncio.create_task(ext.add(1, 1)) == 2
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(ext.add(1, 2))
+    assert task.result() == 3
+    assert await asyncio.gather(ext.add(2, 2), ext.add(2, 3)) == [4, 5]
+    assert await asyncio.wait_for(ext.add(3, 3), 10) == 6
+    assert await asyncio.ensure_future(ext.add(3, 4)) == 7
+
+
+async def test_a_plain_call_runs_under_anyio_start_soon():
+    async with anyio.create_task_group() as group:
+        group.start_soon(ext.add, 1, 1)
 
 
 def test_without_a_running_loop_the_call_raises_runtime_error():

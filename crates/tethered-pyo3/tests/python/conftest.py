@@ -8,6 +8,8 @@ stopped, then stops it: the spinner's flag belongs to the test.
 
 import asyncio
 import inspect
+import os
+import sys
 import time
 
 import pytest
@@ -18,9 +20,46 @@ RETURN_WITHIN = 2.0  # a cancelled native job returns within this
 SETTLE = 10.0  # counters settle (threads exit) within this
 
 
+# The loop every test runs on: TETHERED_TEST_LOOP is `asyncio` (the default), `eager` (the
+# default loop with asyncio's eager task factory, 3.12+) or `uvloop`. The Rust side's test
+# runner sets it for each cell of the interpreter matrix.
+LOOP = os.environ.get("TETHERED_TEST_LOOP", "asyncio")
+
+
+class _EagerPolicy(asyncio.DefaultEventLoopPolicy):
+    """The default loop, whose tasks take their first step at `create_task`."""
+
+    def new_event_loop(self):
+        loop = super().new_event_loop()
+        loop.set_task_factory(asyncio.eager_task_factory)
+        return loop
+
+
+if LOOP == "uvloop":
+    import uvloop
+
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+elif LOOP == "eager":
+    if sys.version_info < (3, 12):
+        raise RuntimeError("the eager task factory needs Python 3.12")
+    asyncio.set_event_loop_policy(_EagerPolicy())
+elif LOOP != "asyncio":
+    raise RuntimeError(f"TETHERED_TEST_LOOP={LOOP!r}: expected asyncio, eager or uvloop")
+
+# What Python 3.10 lacks that some tests use: `asyncio.TaskGroup`, `asyncio.timeout`,
+# `ExceptionGroup`.
+needs_311 = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="needs asyncio.TaskGroup / asyncio.timeout (3.11+)"
+)
+
+
+def pytest_report_header(config):
+    return f"tethered-pyo3: Python {sys.version.split()[0]}, loop {LOOP}"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
-    """Runs `async def` tests on a fresh loop with `asyncio.run`."""
+    """Runs `async def` tests on a fresh loop with `asyncio.run` (of the policy above)."""
     if inspect.iscoroutinefunction(pyfuncitem.obj):
         names = pyfuncitem._fixtureinfo.argnames
         asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))

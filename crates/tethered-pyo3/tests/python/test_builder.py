@@ -50,7 +50,7 @@ async def test_a_cancelled_task_frees_its_scope_slot_for_the_next_job():
     blocking = asyncio.ensure_future(ext.spin_in_scope(blocker))
     timed = ext.spin_in_scope(first)
     await started(blocker, first)
-    with pytest.raises(TimeoutError):
+    with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(timed, 0.05)
     assert await returned(first)
     # The slot is free again: a new job starts while `blocker` still holds the other one.

@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 import tethered_example as ext
-from conftest import Naive, awaiting, returned, started
+from conftest import Naive, awaiting, needs_311, returned, started
 
 RELEASE_AFTER = 0.2  # the clean-up's length where the test lets the loop release it
 
@@ -43,18 +43,19 @@ async def test_joined_wait_for_raises_timeout_only_after_the_native_return():
     joined = ext.spin_joined(probe)  # the job starts here; awaiting it starts below
     await started(probe)
     asyncio.get_running_loop().call_later(RELEASE_AFTER, probe.release)
-    with pytest.raises(TimeoutError):
+    with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(joined, 0.05)
     assert probe.returned
     assert probe.reason == "Dropped"
 
 
+@needs_311
 async def test_joined_asyncio_timeout_raises_only_after_the_native_return():
     probe = ext.Probe()
     joined = ext.spin_joined(probe)
     await started(probe)
     asyncio.get_running_loop().call_later(RELEASE_AFTER, probe.release)
-    with pytest.raises(TimeoutError):
+    with pytest.raises(asyncio.TimeoutError):
         async with asyncio.timeout(0.05):
             await joined
     assert probe.returned
@@ -114,6 +115,7 @@ def test_naive_joining_waits_forever_where_tethered_joining_returns():
     assert exited["tethered"]
 
 
+@needs_311
 async def test_joined_cancelled_before_its_first_step_still_cancels_and_waits():
     # A TaskGroup sibling failing at once cancels a task before it ever ran: the joined
     # awaitable still cancels the job and waits for its native return.
@@ -129,6 +131,7 @@ async def test_joined_cancelled_before_its_first_step_still_cancels_and_waits():
     assert probe.reason == "Dropped"
 
 
+@needs_311
 async def test_joined_goes_wherever_a_coroutine_goes():
     assert asyncio.iscoroutine(ext.echo_joined(1))
     assert await asyncio.create_task(ext.echo_joined(2)) == 2

@@ -64,7 +64,7 @@ async def test_wait_for_timeout_to_native_return(job):
         deadline = loop.time() + WAIT_FOR_TIMEOUT  # loop.time() is time.monotonic()
         try:
             await asyncio.wait_for(fut, WAIT_FOR_TIMEOUT)
-        except TimeoutError:
+        except asyncio.TimeoutError:
             pass
         assert await returned(probe)
         latencies.append(probe.returned_at - deadline)

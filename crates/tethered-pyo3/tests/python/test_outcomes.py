@@ -6,6 +6,7 @@ import collections.abc
 import anyio
 import pytest
 import tethered_example as ext
+from conftest import needs_311
 
 
 async def test_value_is_the_closures_return_value():
@@ -46,6 +47,7 @@ async def test_both_variants_return_the_same_coroutine_type():
     assert await joined == 2
 
 
+@needs_311
 async def test_a_plain_call_goes_wherever_a_coroutine_goes():
     assert await asyncio.create_task(ext.add(1, 1)) == 2
     async with asyncio.TaskGroup() as group:

@@ -9,20 +9,17 @@
 //! flight, and later ones find it closed and drop their outcome without touching Python
 //! (pyo3 defers the reference drops).
 //!
-//! # Invariants
-//!
-//! 1. A delivery attaches only while it holds a [`Pass`], and no pass is handed out once
-//!    the gate is closed.
-//! 2. `close` returns once no pass is held, or after [`DRAIN_LIMIT`] (a delivery stuck
-//!    attaching is then left behind, as a best effort).
+//! The gate's states and invariants are in `gate.rs`; the hook waits at most [`DRAIN_LIMIT`].
 
-use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::LazyLock;
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyCFunction;
 use tethered::{CancelReason, CancelSource, CancelToken};
+
+use crate::gate::{Gate, Pass};
 
 /// How long the exit hook waits for deliveries in flight.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -30,7 +27,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// The root of every job's cancellation: the event loops' tokens are its children.
 static EXIT: LazyLock<CancelSource> = LazyLock::new(CancelSource::new);
 
-static GATE: Gate = Gate::new();
+static GATE: LazyLock<Gate> = LazyLock::new(Gate::new);
 
 /// Set once the hook is registered with `atexit`.
 static HOOKED: PyOnceLock<()> = PyOnceLock::new();
@@ -53,7 +50,7 @@ pub(crate) fn exit_token(py: Python<'_>) -> PyResult<CancelToken> {
 
 fn on_exit(py: Python<'_>) {
     EXIT.cancel(CancelReason::Shutdown);
-    py.detach(|| GATE.close());
+    py.detach(|| GATE.close(DRAIN_LIMIT));
 }
 
 /// Whether the exit hook has run: the interpreter is exiting, its `atexit` handlers run. A job
@@ -64,77 +61,6 @@ pub(crate) fn exiting() -> bool {
 }
 
 /// Enter before attaching to deliver an outcome; `None` once the interpreter is exiting.
-pub(crate) fn enter() -> Option<Pass> {
+pub(crate) fn enter() -> Option<Pass<'static>> {
     GATE.enter()
-}
-
-/// The right to attach to the interpreter, held while one outcome is delivered.
-#[derive(Debug)]
-pub(crate) struct Pass(());
-
-impl Drop for Pass {
-    fn drop(&mut self) {
-        GATE.leave();
-    }
-}
-
-struct Gate {
-    state: Mutex<GateState>,
-    drained: Condvar,
-}
-
-struct GateState {
-    closed: bool,
-    passes: usize,
-}
-
-impl Gate {
-    const fn new() -> Self {
-        Gate {
-            state: Mutex::new(GateState {
-                closed: false,
-                passes: 0,
-            }),
-            drained: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, GateState> {
-        // The state is two plain fields, consistent after any panic.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn enter(&self) -> Option<Pass> {
-        let mut state = self.lock();
-        if state.closed {
-            return None;
-        }
-        state.passes += 1;
-        Some(Pass(()))
-    }
-
-    fn leave(&self) {
-        let mut state = self.lock();
-        state.passes -= 1;
-        if state.closed && state.passes == 0 {
-            self.drained.notify_all();
-        }
-    }
-
-    fn close(&self) {
-        let deadline = Instant::now() + DRAIN_LIMIT;
-        let mut state = self.lock();
-        state.closed = true;
-        while state.passes > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            state = self
-                .drained
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
 }

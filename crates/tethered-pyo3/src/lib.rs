@@ -123,11 +123,17 @@ mod builder;
 mod delivery;
 mod event_loop;
 mod exit;
+mod gate;
 mod glue;
 mod into_py_result;
 mod link;
+#[cfg(tethered_loom)]
+#[doc(hidden)]
+pub mod loom;
 mod outcome;
 mod spawn;
+mod sync;
+mod tie;
 
 pub use builder::Builder;
 pub use into_py_result::IntoPyResult;

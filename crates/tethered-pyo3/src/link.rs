@@ -8,16 +8,15 @@
 //!   resolve(fut, ..) ◀── loop.call_soon_threadsafe ◀── delivery thread ◀── waker: handle ready
 //! ```
 //!
-//! The job's [`AbortableNative`] handle is polled with a waker that is the link itself: the
-//! core wakes it from the thread that finished the job, which polls again and takes the
-//! result; the crate's delivery thread (`delivery.rs`) converts it under the GIL and hands it
-//! to the loop, so no waking thread ever takes the GIL. Cancels go through the job's
-//! [`AbortHandle`], never through the handle, so a cancel that finishes a queued job (and
-//! wakes the link on the cancelling thread) never meets the handle's lock held by itself.
+//! The job's [`AbortableNative`] handle, in the link's [`Tie`] (its state apart from Python),
+//! is polled with a waker that is the link itself: the core wakes it from the thread that
+//! finished the job, which polls again and takes the result; the crate's delivery thread
+//! (`delivery.rs`) converts it under the GIL and hands it to the loop, so no waking thread
+//! ever takes the GIL.
 //!
 //! # Invariants
 //!
-//! 1. The outcome is taken from the handle once (`job` becomes `None`), and delivered at most
+//! 1. The outcome is taken from the handle once (the tie's invariant 1), and delivered at most
 //!    once; `resolve` then settles the future only if it is still pending, on the loop thread.
 //! 2. The link holds the future weakly, and its loop not at all: a future nobody references
 //!    any more is freed, its done callback with it, and that cancels the job with
@@ -27,34 +26,24 @@
 //! 4. Once the future is done or freed (`wanted` is false), the outcome is dropped without
 //!    attaching to the interpreter: a cancelled job's thread never waits for the GIL.
 
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyWeakrefMethods, PyWeakrefReference};
-use tethered::{
-    AbortHandle, AbortableNative, CallbackGuard, CancelReason, CancelToken, NativeError,
-};
+use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
 
 use crate::delivery;
 use crate::exit;
 use crate::glue::glue;
 use crate::outcome::{self, Convert};
+use crate::tie::Tie;
 
 /// One job and the future that awaits it.
 pub(crate) struct Link {
-    /// Every cancel of the job goes through it.
-    abort: AbortHandle,
-    /// The handle, until its outcome is taken.
-    job: Mutex<Option<AbortableNative<Convert>>>,
-    /// The registration on the event loop's token, dropped once the job finished.
-    loop_link: Mutex<Option<CallbackGuard>>,
+    tie: Tie<Convert>,
     /// Weak (invariant 2); its loop is found through it, so the link keeps no loop alive.
     future: Py<PyWeakrefReference>,
-    /// The future may still take the outcome (invariant 4).
-    wanted: AtomicBool,
 }
 
 impl Link {
@@ -66,20 +55,9 @@ impl Link {
         loop_token: &CancelToken,
         future: &Bound<'_, PyAny>,
     ) -> PyResult<Arc<Link>> {
-        let abort = job.abort_handle();
-        // Runs at once if the loop's token is cancelled already.
-        let loop_link = {
-            let abort = abort.clone();
-            loop_token.on_cancel(move |reason| {
-                abort.cancel(reason.clone());
-            })
-        };
         let link = Arc::new(Link {
-            abort,
-            job: Mutex::new(Some(job)),
-            loop_link: Mutex::new(Some(loop_link)),
+            tie: Tie::new(job, loop_token),
             future: PyWeakrefReference::new(future)?.unbind(),
-            wanted: AtomicBool::new(true),
         });
         let on_done = CancelOnDrop(link.clone());
         let callback = PyCFunction::new_closure(
@@ -88,7 +66,7 @@ impl Link {
             Some(c"Cancels the native job when its future is cancelled or dropped."),
             move |args, _kwargs| -> PyResult<()> {
                 let future = args.get_item(0)?;
-                on_done.0.unwanted();
+                on_done.0.tie.unwanted();
                 on_done.0.cancel(reason_of(&future));
                 Ok(())
             },
@@ -98,37 +76,17 @@ impl Link {
         Ok(link)
     }
 
-    /// Cancels the job, unless it has finished (with no lock held: invariant 3).
+    /// Cancels the job, unless it has finished.
     pub(crate) fn cancel(&self, reason: CancelReason) {
-        self.abort.cancel(reason);
+        self.tie.cancel(reason);
     }
 
-    /// The future is done or freed: nothing will take the outcome.
-    fn unwanted(&self) {
-        // ORDERING: Relaxed: the flag only spares a delivery. A delivery that reads a stale
-        // `true` still finds the future done, on the loop thread, and leaves it alone.
-        self.wanted.store(false, Ordering::Relaxed);
-    }
-
-    /// Polls the handle; once it is ready, takes the outcome and delivers it.
+    /// Polls the job; once it is ready, hands its outcome to the delivery thread.
     fn poll(self: &Arc<Self>) {
-        let result = {
-            let mut slot = lock(&self.job);
-            let Some(job) = slot.as_mut() else {
-                return;
-            };
-            let waker = Waker::from(self.clone());
-            match Pin::new(job).poll(&mut Context::from_waker(&waker)) {
-                Poll::Pending => return,
-                Poll::Ready(result) => {
-                    *slot = None;
-                    result
-                }
-            }
+        let waker = Waker::from(self.clone());
+        let Some(result) = self.tie.poll(&waker) else {
+            return;
         };
-        // Outside the job's lock (invariant 3): dropping the registration waits for its callback
-        // if it runs right now on another thread, and that callback may be polling this link.
-        drop(lock(&self.loop_link).take());
         // Not here: this may be a thread of the application's that cancelled the job, and it
         // must not take the GIL (see `delivery.rs`).
         let link = self.clone();
@@ -138,8 +96,7 @@ impl Link {
     fn deliver(&self, result: Result<Convert, NativeError<Convert>>) {
         // Nothing of a user's (a conversion, a drop) may unwind into the thread that woke us.
         let _contained = tethered::catch_panic(move || {
-            // ORDERING: Relaxed, as in `unwanted`.
-            if !self.wanted.load(Ordering::Relaxed) {
+            if !self.tie.is_wanted() {
                 return; // `result` is dropped detached; pyo3 defers its reference drops
             }
             let Some(_pass) = exit::enter() else {
@@ -196,7 +153,7 @@ struct CancelOnDrop(Arc<Link>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.0.unwanted();
+        self.0.tie.unwanted();
         self.0.cancel(CancelReason::Dropped);
     }
 }
@@ -231,9 +188,4 @@ pub(crate) fn reason_from_message(message: Option<&Bound<'_, PyAny>>) -> CancelR
         Some(Ok(text)) => CancelReason::custom(text.to_string()),
         _ => CancelReason::Dropped,
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing of ours panics while holding these locks; a poisoned one is still consistent.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

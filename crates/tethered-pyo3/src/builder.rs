@@ -2,12 +2,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCFunction;
 use tethered::{AbortableNative, CancelToken, NativeScope, SpawnError, Spawner, ThreadSpawner};
 
+use crate::blocking::{self, Limits};
 use crate::event_loop::{loop_token, running_loop};
 use crate::exit;
 use crate::glue::glue;
@@ -53,6 +55,7 @@ pub struct Builder<'a> {
     name: Option<Arc<str>>,
     parent: Option<CancelToken>,
     place: Place<'a>,
+    limits: Limits,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -94,6 +97,43 @@ impl<'a> Builder<'a> {
     pub fn scope(mut self, scope: &'a NativeScope) -> Self {
         self.place = Place::Scope(scope);
         self
+    }
+
+    /// For [`run`](Self::run) (a synchronous call): cancels the job with
+    /// [`CancelReason::Timeout`](tethered::CancelReason::Timeout) once `timeout` has passed,
+    /// and raises `TimeoutError` once it returned (within the grace). The awaitables of
+    /// [`spawn`](Self::spawn) take asyncio's own timeouts instead.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.limits.timeout = Some(timeout);
+        self
+    }
+
+    /// For [`run`](Self::run): how long a call that was interrupted (or timed out) waits for
+    /// the cancelled closure to return before it raises anyway, leaving the closure to return
+    /// by itself (counted in `stats().detached` until then). Unset, it waits as long as the
+    /// closure takes; a second Ctrl-C raises at once either way.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.limits.grace = Some(grace);
+        self
+    }
+
+    /// Runs `f` on a native thread while this thread, the interpreter's, waits for it: the
+    /// synchronous twin of [`spawn`](Self::spawn), for a plain `#[pyfunction]`. See
+    /// [`run_native`](crate::run_native).
+    ///
+    /// # Errors
+    ///
+    /// As [`run_native`](crate::run_native).
+    pub fn run<T, F>(self, py: Python<'_>, f: F) -> PyResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let limits = self.limits;
+        let job = self.spawn_job(f).map_err(|err| {
+            PyRuntimeError::new_err(format!("the native job did not start: {err}"))
+        })?;
+        blocking::wait(py, job, limits)
     }
 
     /// Starts `f` on a native thread and returns a coroutine of its outcome, bound to the
@@ -202,6 +242,8 @@ impl fmt::Debug for Builder<'_> {
             .field("name", &self.name)
             .field("child_of", &self.parent)
             .field("runs_on", &place)
+            .field("timeout", &self.limits.timeout)
+            .field("grace", &self.limits.grace)
             .finish()
     }
 }

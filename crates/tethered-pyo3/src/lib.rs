@@ -119,6 +119,7 @@ compile_error!(
      pyo3's reference pool; build without that cfg"
 );
 
+mod blocking;
 mod builder;
 mod delivery;
 mod event_loop;
@@ -135,9 +136,10 @@ mod spawn;
 mod sync;
 mod tie;
 
+pub use blocking::SIGNAL_CHECK;
 pub use builder::Builder;
 pub use into_py_result::IntoPyResult;
-pub use spawn::{spawn_native, spawn_native_joined};
+pub use spawn::{run_native, spawn_native, spawn_native_joined};
 pub use tethered::{CancelReason, CancelToken};
 
 /// The markers that keep [`IntoPyResult`]'s two blanket implementations apart.

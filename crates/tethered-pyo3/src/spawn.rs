@@ -110,3 +110,47 @@ where
 {
     Builder::new().spawn_joined(py, f)
 }
+
+/// Runs `f` on a native thread while the calling thread waits for it, so that Ctrl-C stops
+/// a synchronous call: for a plain (not `async`) `#[pyfunction]`.
+///
+/// The calling thread waits with the GIL released (other Python threads run) and runs
+/// Python's signal handlers every 20 ms ([`SIGNAL_CHECK`](crate::SIGNAL_CHECK)). When one raises (`KeyboardInterrupt` for
+/// Ctrl-C, or whatever a handler of the application's raises), `f`'s token is cancelled with
+/// `CancelReason::Custom("interrupted: KeyboardInterrupt")` and the call waits for `f` to
+/// return, then raises that exception (the value is dropped). A second Ctrl-C while it waits
+/// raises at once, leaving `f` to return by itself; so does the end of a grace set with
+/// [`Builder::grace`]. [`Builder::timeout`] cancels with `Timeout` and raises `TimeoutError`.
+/// Signals reach only the main thread: called from another thread, only the timeout stops it.
+///
+/// A native core crate that knows nothing of Python sees only the `CancelToken`.
+///
+/// # Errors
+///
+/// The signal handler's exception, `TimeoutError`, pyo3's `PanicException` if `f` panicked,
+/// and `RuntimeError` if the job could not start or was cancelled before it ran (a parent
+/// token, a scope).
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// /// `count(10**12)` counts on a native thread; Ctrl-C stops it within one step and raises
+/// /// `KeyboardInterrupt` once it returned.
+/// #[pyfunction]
+/// fn count(py: Python<'_>, limit: u64) -> PyResult<u64> {
+///     tethered_pyo3::run_native(py, move |token| {
+///         let mut n = 0u64;
+///         while n < limit && !token.is_cancelled() {
+///             n += 1;
+///         }
+///         n
+///     })
+/// }
+/// ```
+pub fn run_native<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    Builder::new().run(py, f)
+}

@@ -298,3 +298,46 @@ impl CancelHolding {
         }
     }
 }
+
+/// `spin_sync(probe, timeout=None, grace=None)`: [`spin`] as a synchronous call, which Ctrl-C
+/// (or the timeout) stops: it returns the steps it made, or raises.
+#[pyfunction]
+#[pyo3(signature = (probe, timeout = None, grace = None))]
+pub(crate) fn spin_sync(
+    py: Python<'_>,
+    probe: Probe,
+    timeout: Option<f64>,
+    grace: Option<f64>,
+) -> PyResult<u64> {
+    let mut builder = Builder::new().name("spin-sync");
+    if let Some(timeout) = timeout {
+        builder = builder.timeout(Duration::from_secs_f64(timeout));
+    }
+    if let Some(grace) = grace {
+        builder = builder.grace(Duration::from_secs_f64(grace));
+    }
+    builder.run(py, move |token| {
+        probe.start(&token);
+        let steps = spin_until_cancelled(&probe, &token);
+        probe.finish(&token);
+        steps
+    })
+}
+
+/// `ignore_token_sync(probe, seconds, grace)`: a synchronous call that runs `seconds` without
+/// looking at its token, as native code with no check does.
+#[pyfunction]
+pub(crate) fn ignore_token_sync(
+    py: Python<'_>,
+    probe: Probe,
+    seconds: f64,
+    grace: f64,
+) -> PyResult<()> {
+    Builder::new()
+        .grace(Duration::from_secs_f64(grace))
+        .run(py, move |token| {
+            probe.start(&token);
+            std::thread::sleep(Duration::from_secs_f64(seconds));
+            probe.finish(&token);
+        })
+}

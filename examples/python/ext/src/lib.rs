@@ -39,6 +39,8 @@ fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_function(wrap_pyfunction!(jobs::spin_in_scope, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::cancel_scope, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::ignore_token_sync, m)?)?;
     m.add_class::<probe::Probe>()?;
     m.add_class::<naive::NaiveSpinner>()?;
     m.add_class::<jobs::Parent>()?;

@@ -164,26 +164,9 @@ impl<'a> Builder<'a> {
         self.call(py, f, true)
     }
 
-    /// Starts the job and wraps its future in the awaitable both variants return.
+    /// Starts the job, for the async library that runs the caller, and returns its awaitable:
+    /// one code path per library, chosen here.
     fn call<'py, F, R, M>(self, py: Python<'py>, f: F, joined: bool) -> PyResult<Bound<'py, PyAny>>
-    where
-        F: FnOnce(CancelToken) -> R + Send + 'static,
-        R: IntoPyResult<M>,
-    {
-        let (future, link) = self.start(py, f)?;
-        let cancel = PyCFunction::new_closure(
-            py,
-            Some(c"tethered_pyo3_cancel"),
-            Some(c"Cancels the native job: cancel(message or None)."),
-            move |args, _kwargs| {
-                let message = args.get_item(0).ok();
-                link.cancel(reason_from_message(message.as_ref()));
-            },
-        )?;
-        glue(py)?.call.bind(py).call1((future, cancel, joined))
-    }
-
-    fn start<'py, F, R, M>(self, py: Python<'py>, f: F) -> PyResult<(Bound<'py, PyAny>, Arc<Link>)>
     where
         F: FnOnce(CancelToken) -> R + Send + 'static,
         R: IntoPyResult<M>,
@@ -195,22 +178,82 @@ impl<'a> Builder<'a> {
                  now, since nothing could deliver its outcome",
             ));
         }
+        let glue = glue(py)?;
+        let library = glue.running_library.bind(py).call0()?;
+        let library = if library.is_none() {
+            None
+        } else {
+            Some(library.extract::<String>()?)
+        };
+        match library.as_deref() {
+            Some("asyncio") => self.call_asyncio(py, f, joined),
+            Some("trio") => self.call_trio(py, f, joined),
+            _ => Err(PyRuntimeError::new_err(
+                "no running asyncio event loop or trio run on this thread: a tethered native \
+                 job is awaited where it starts, so call this function from a coroutine that \
+                 asyncio or trio runs (directly or through anyio); from synchronous code, use \
+                 run_native",
+            )),
+        }
+    }
+
+    /// asyncio: a future of the running loop, wrapped in the awaitable both variants return.
+    fn call_asyncio<'py, F, R, M>(
+        self,
+        py: Python<'py>,
+        f: F,
+        joined: bool,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: FnOnce(CancelToken) -> R + Send + 'static,
+        R: IntoPyResult<M>,
+    {
         let event_loop = running_loop(py)?;
         let loop_token = loop_token(py, &event_loop)?;
         let future = event_loop.call_method0("create_future")?;
-        let job = self
-            .spawn_job(move |token| -> Convert {
-                let value = f(token);
-                Box::new(move |py: Python<'_>| value.into_py_result(py))
-            })
-            .map_err(|err| {
-                PyRuntimeError::new_err(format!("the native job did not start: {err}"))
-            })?;
+        let job = self.start_job(f)?;
         let link = Link::tie(py, job, &loop_token, &future)?;
-        Ok((future, link))
+        glue(py)?
+            .call
+            .bind(py)
+            .call1((future, cancel_function(py, link)?, joined))
     }
 
-    /// The one place that speaks the core's job builder.
+    /// trio (directly or as anyio's backend): a coroutine that waits in
+    /// `wait_task_rescheduled`, woken through the run's trio token.
+    fn call_trio<'py, F, R, M>(
+        self,
+        py: Python<'py>,
+        f: F,
+        joined: bool,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: FnOnce(CancelToken) -> R + Send + 'static,
+        R: IntoPyResult<M>,
+    {
+        let exit = exit::exit_token(py)?;
+        let glue = glue(py)?;
+        let state = glue.trio_state.bind(py).call0()?;
+        let job = self.start_job(f)?;
+        let link = Link::tie_trio(py, job, &exit, &state)?;
+        glue.trio_wait
+            .bind(py)
+            .call1((state, cancel_function(py, link)?, joined))
+    }
+
+    /// Spawns the job whose closure's value the delivery converts under the GIL.
+    fn start_job<F, R, M>(&self, f: F) -> PyResult<AbortableNative<Convert>>
+    where
+        F: FnOnce(CancelToken) -> R + Send + 'static,
+        R: IntoPyResult<M>,
+    {
+        self.spawn_job(move |token| -> Convert {
+            let value = f(token);
+            Box::new(move |py: Python<'_>| value.into_py_result(py))
+        })
+        .map_err(|err| PyRuntimeError::new_err(format!("the native job did not start: {err}")))
+    }
+
     fn spawn_job<T, F>(&self, f: F) -> Result<AbortableNative<T>, SpawnError>
     where
         T: Send + 'static,
@@ -246,4 +289,17 @@ impl fmt::Debug for Builder<'_> {
             .field("grace", &self.limits.grace)
             .finish()
     }
+}
+
+/// `cancel(message or None)`: what the awaitable calls to cancel the job.
+fn cancel_function(py: Python<'_>, link: Arc<Link>) -> PyResult<Bound<'_, PyCFunction>> {
+    PyCFunction::new_closure(
+        py,
+        Some(c"tethered_pyo3_cancel"),
+        Some(c"Cancels the native job: cancel(message or None)."),
+        move |args, _kwargs| {
+            let message = args.get_item(0).ok();
+            link.cancel(reason_from_message(message.as_ref()));
+        },
+    )
 }

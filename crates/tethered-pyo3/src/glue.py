@@ -5,6 +5,7 @@ Compiled once per interpreter by glue.rs; nothing here is public API.
 
 import asyncio
 import collections.abc
+import sys
 
 # How `resolve` settles a future (the Rust side passes these numbers).
 RESULT = 0
@@ -164,3 +165,97 @@ collections.abc.Coroutine.register(NativeCall)
 def call(fut, cancel, joined):
     """The awaitable of a native job: see `NativeCall`."""
     return NativeCall(fut, cancel, joined)
+
+
+def running_library():
+    """Which async library runs the calling coroutine: "asyncio", "trio" (directly or as
+    anyio's backend), or None."""
+    try:
+        asyncio.get_running_loop()
+        return "asyncio"
+    except RuntimeError:
+        pass
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+            return "trio"
+        except RuntimeError:
+            pass
+    return None
+
+
+class TrioState:
+    """What a native job shares with the trio task that awaits it: the trio token its outcome
+    arrives through (`run_sync_soon`), the task waiting for it, the outcome once it arrived, and
+    `tether`, whose freeing (with this object: nothing awaits the call any more) cancels the
+    job."""
+
+    __slots__ = ("token", "task", "outcome", "tether", "__weakref__")
+
+    def __init__(self):
+        import trio
+
+        self.token = trio.lowlevel.current_trio_token()
+        self.task = None
+        self.outcome = None
+        self.tether = None
+
+
+def trio_state():
+    return TrioState()
+
+
+def trio_resolve(state, how, value):
+    """Runs in trio's thread (`run_sync_soon`): keeps the outcome and wakes the waiting task."""
+    import outcome
+    import trio
+
+    state.outcome = (how, value)
+    task = state.task
+    if task is not None:
+        state.task = None
+        trio.lowlevel.reschedule(task, outcome.Value(None))
+
+
+async def trio_wait(state, cancel, joined):
+    """The trio call of a native job: a real coroutine (trio runs a coroutine's body from its
+    first step, and delivers cancellation only at its checkpoints).
+
+    Waiting is `wait_task_rescheduled`, a checkpoint: a cancel of the enclosing scope (now or
+    while it waits) runs `abort`, which cancels the job. Plain: the task is rescheduled with
+    `Cancelled` at once, as trio's `to_thread.run_sync(abandon_on_cancel=True)` does. Joined:
+    the task waits until the job has returned, then raises the `Cancelled`.
+    """
+    import trio
+
+    if state.outcome is not None:
+        await trio.lowlevel.checkpoint()
+        return _trio_outcome(state.outcome)
+    state.task = trio.lowlevel.current_task()
+    raise_cancel = None
+
+    def abort(raise_cancel_fn):
+        nonlocal raise_cancel
+        cancel(None)
+        if joined:
+            raise_cancel = raise_cancel_fn
+            return trio.lowlevel.Abort.FAILED
+        state.task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    await trio.lowlevel.wait_task_rescheduled(abort)
+    if raise_cancel is not None:
+        raise_cancel()
+    return _trio_outcome(state.outcome)
+
+
+def _trio_outcome(settled):
+    how, value = settled
+    if how == RESULT:
+        return value
+    if how == EXCEPTION:
+        if isinstance(value, StopIteration):
+            raise _replacement(value, "StopIteration")
+        raise value
+    raise RuntimeError(f"the native job was cancelled before it ran: {value}")

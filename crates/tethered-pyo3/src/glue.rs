@@ -29,6 +29,12 @@ pub(crate) struct Glue {
     pub(crate) call: Py<PyAny>,
     /// `asyncio.get_running_loop`.
     pub(crate) get_running_loop: Py<PyAny>,
+    /// `running_library()`: "asyncio", "trio" or None.
+    pub(crate) running_library: Py<PyAny>,
+    /// `trio_state()`, `trio_resolve(state, how, value)`, `trio_wait(state, cancel, joined)`.
+    pub(crate) trio_state: Py<PyAny>,
+    pub(crate) trio_resolve: Py<PyAny>,
+    pub(crate) trio_wait: Py<PyAny>,
 }
 
 static GLUE: PyOnceLock<Glue> = PyOnceLock::new();
@@ -45,6 +51,10 @@ pub(crate) fn glue(py: Python<'_>) -> PyResult<&Glue> {
             resolve: module.getattr("resolve")?.unbind(),
             call: module.getattr("call")?.unbind(),
             get_running_loop: asyncio.getattr("get_running_loop")?.unbind(),
+            running_library: module.getattr("running_library")?.unbind(),
+            trio_state: module.getattr("trio_state")?.unbind(),
+            trio_resolve: module.getattr("trio_resolve")?.unbind(),
+            trio_wait: module.getattr("trio_wait")?.unbind(),
         })
     })
 }

@@ -42,6 +42,11 @@
 //! default), its outcome is delivered with `loop.call_soon_threadsafe`, and the future's done
 //! callback carries the cancel back.
 //!
+//! The same functions work under trio (directly or as anyio's backend), chosen at each call:
+//! the call waits in `trio.lowlevel.wait_task_rescheduled`, whose abort callback cancels the
+//! job with [`CancelReason::Dropped`], and the outcome arrives through the run's trio token.
+//! [`run_native`] is the synchronous twin, which Ctrl-C stops.
+//!
 //! # What cancels a job, and with which reason
 //!
 //! | On the Python side | The job's token |

@@ -42,8 +42,19 @@ use crate::tie::Tie;
 /// One job and the future that awaits it.
 pub(crate) struct Link {
     tie: Tie<Convert>,
-    /// Weak (invariant 2); its loop is found through it, so the link keeps no loop alive.
-    future: Py<PyWeakrefReference>,
+    target: Target,
+}
+
+/// Where the outcome goes.
+enum Target {
+    /// An asyncio future, weak (invariant 2); its loop is found through it, so the link keeps
+    /// no loop alive.
+    Future(Py<PyWeakrefReference>),
+    /// A trio call's state (weak, as a future) and the trio token of its run.
+    Trio {
+        state: Py<PyWeakrefReference>,
+        token: Py<PyAny>,
+    },
 }
 
 impl Link {
@@ -57,7 +68,7 @@ impl Link {
     ) -> PyResult<Arc<Link>> {
         let link = Arc::new(Link {
             tie: Tie::new(job, loop_token),
-            future: PyWeakrefReference::new(future)?.unbind(),
+            target: Target::Future(PyWeakrefReference::new(future)?.unbind()),
         });
         let on_done = CancelOnDrop(link.clone());
         let callback = PyCFunction::new_closure(
@@ -72,6 +83,37 @@ impl Link {
             },
         )?;
         future.call_method1("add_done_callback", (callback,))?;
+        link.poll();
+        Ok(link)
+    }
+
+    /// Ties `job` to a trio call's `state` (from `glue.trio_state()`): its outcome goes through
+    /// the state's trio token, and freeing the state (nothing awaits the call) cancels the job.
+    /// The exit token stands for the loop's: trio cancels what its run still awaits itself.
+    pub(crate) fn tie_trio(
+        py: Python<'_>,
+        job: AbortableNative<Convert>,
+        exit_token: &CancelToken,
+        state: &Bound<'_, PyAny>,
+    ) -> PyResult<Arc<Link>> {
+        let link = Arc::new(Link {
+            tie: Tie::new(job, exit_token),
+            target: Target::Trio {
+                state: PyWeakrefReference::new(state)?.unbind(),
+                token: state.getattr("token")?.unbind(),
+            },
+        });
+        let on_free = CancelOnDrop(link.clone());
+        let tether = PyCFunction::new_closure(
+            py,
+            Some(c"tethered_pyo3_tether"),
+            Some(c"Cancels the native job when the trio call that awaits it is freed."),
+            move |_args, _kwargs| -> PyResult<()> {
+                on_free.0.tie.unwanted();
+                Ok(())
+            },
+        )?;
+        state.setattr("tether", tether)?;
         link.poll();
         Ok(link)
     }
@@ -108,30 +150,69 @@ impl Link {
     }
 
     fn deliver_attached(&self, py: Python<'_>, result: Result<Convert, NativeError<Convert>>) {
-        let Some(future) = self.future.bind(py).upgrade() else {
-            return; // freed: nobody can await it any more
-        };
-        let (how, value) = outcome::to_python(py, result);
-        let Ok(event_loop) = future.call_method0("get_loop") else {
-            return;
-        };
-        let sent = glue(py).and_then(|glue| {
-            event_loop.call_method1(
-                "call_soon_threadsafe",
-                (glue.resolve.bind(py), &future, how as u8, value),
-            )
-        });
-        if let Err(err) = sent {
-            // A closed loop refuses with RuntimeError: nothing runs on it any more, so nothing
-            // awaits the future. Anything else is reported the way Python reports errors that
-            // have no caller.
-            let closed = event_loop
-                .call_method0("is_closed")
-                .and_then(|closed| closed.is_truthy())
-                .unwrap_or(true);
-            if !closed {
-                err.write_unraisable(py, Some(&future));
-            }
+        match &self.target {
+            Target::Future(future) => deliver_to_future(py, future, result),
+            Target::Trio { state, token } => deliver_to_trio(py, state, token, result),
+        }
+    }
+}
+
+fn deliver_to_future(
+    py: Python<'_>,
+    future: &Py<PyWeakrefReference>,
+    result: Result<Convert, NativeError<Convert>>,
+) {
+    let Some(future) = future.bind(py).upgrade() else {
+        return; // freed: nobody can await it any more
+    };
+    let (how, value) = outcome::to_python(py, result);
+    let Ok(event_loop) = future.call_method0("get_loop") else {
+        return;
+    };
+    let sent = glue(py).and_then(|glue| {
+        event_loop.call_method1(
+            "call_soon_threadsafe",
+            (glue.resolve.bind(py), &future, how as u8, value),
+        )
+    });
+    if let Err(err) = sent {
+        // A closed loop refuses with RuntimeError: nothing runs on it any more, so nothing
+        // awaits the future. Anything else is reported the way Python reports errors that
+        // have no caller.
+        let closed = event_loop
+            .call_method0("is_closed")
+            .and_then(|closed| closed.is_truthy())
+            .unwrap_or(true);
+        if !closed {
+            err.write_unraisable(py, Some(&future));
+        }
+    }
+}
+
+fn deliver_to_trio(
+    py: Python<'_>,
+    state: &Py<PyWeakrefReference>,
+    token: &Py<PyAny>,
+    result: Result<Convert, NativeError<Convert>>,
+) {
+    let Some(state) = state.bind(py).upgrade() else {
+        return; // freed: nobody can await the call any more
+    };
+    let (how, value) = outcome::to_python(py, result);
+    let sent = glue(py).and_then(|glue| {
+        token.bind(py).call_method1(
+            "run_sync_soon",
+            (glue.trio_resolve.bind(py), &state, how as u8, value),
+        )
+    });
+    if let Err(err) = sent {
+        // `trio.RunFinishedError`: the run is over, so nothing awaits the call.
+        let finished = err
+            .get_type(py)
+            .name()
+            .is_ok_and(|name| name.to_string() == "RunFinishedError");
+        if !finished {
+            err.write_unraisable(py, Some(&state));
         }
     }
 }

@@ -210,7 +210,7 @@ fn deliver_to_trio(
         let finished = err
             .get_type(py)
             .name()
-            .is_ok_and(|name| name.to_string() == "RunFinishedError");
+            .is_ok_and(|name| name == "RunFinishedError");
         if !finished {
             err.write_unraisable(py, Some(&state));
         }

@@ -1,0 +1,174 @@
+//! [`ResponseFuture`]: the inner service's response, or the protocol's own answer once the
+//! request's token is cancelled; dropping it cancels the token with `Dropped`.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use tethered::{CancelReason, CancelSource, WaitCancelled};
+
+/// Whether a request speaks gRPC (by its `content-type`), which decides how a stop answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Grpc,
+    Http,
+}
+
+impl Protocol {
+    pub(crate) fn of(headers: &HeaderMap) -> Protocol {
+        let grpc = headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("application/grpc"));
+        if grpc { Protocol::Grpc } else { Protocol::Http }
+    }
+
+    /// The answer for a request stopped with `reason` (or that could not start: `None`).
+    fn answer<B: Default>(self, reason: Option<&CancelReason>, detail: &str) -> Response<B> {
+        // gRPC: DEADLINE_EXCEEDED (4), UNAVAILABLE (14), INTERNAL (13).
+        let (status, grpc_status) = match reason {
+            Some(CancelReason::Timeout) => (StatusCode::GATEWAY_TIMEOUT, "4"),
+            Some(_) => (StatusCode::SERVICE_UNAVAILABLE, "14"),
+            None => (StatusCode::INTERNAL_SERVER_ERROR, "13"),
+        };
+        let mut response = Response::new(B::default());
+        match self {
+            Protocol::Http => *response.status_mut() = status,
+            Protocol::Grpc => {
+                // A trailers-only response: the status in the headers of an HTTP 200.
+                let headers = response.headers_mut();
+                headers.insert(
+                    http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/grpc"),
+                );
+                headers.insert("grpc-status", HeaderValue::from_static(grpc_status));
+                if let Ok(message) = HeaderValue::from_str(&percent_encode(detail)) {
+                    headers.insert("grpc-message", message);
+                }
+            }
+        }
+        response
+    }
+}
+
+/// gRPC's `grpc-message` encoding: printable ASCII but `%` as is, the rest percent-encoded.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if (0x20..0x7f).contains(&byte) && byte != b'%' {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The response future of [`RequestTokenService`](crate::RequestTokenService).
+#[must_use = "futures do nothing unless polled"]
+pub struct ResponseFuture<F> {
+    state: State<F>,
+    protocol: Protocol,
+}
+
+enum State<F> {
+    Running {
+        inner: Pin<Box<F>>,
+        stopped: WaitCancelled,
+        /// Cancelled with `Dropped` if the future is dropped unfinished.
+        source: CancelSource,
+    },
+    /// The request could not be served (no timer thread for its deadline).
+    Refused(String),
+    Done,
+}
+
+impl<F> ResponseFuture<F> {
+    pub(crate) fn new(inner: F, source: CancelSource, protocol: Protocol) -> Self {
+        ResponseFuture {
+            state: State::Running {
+                inner: Box::pin(inner),
+                stopped: source.token().cancelled(),
+                source,
+            },
+            protocol,
+        }
+    }
+
+    pub(crate) fn refused(protocol: Protocol, err: &std::io::Error) -> Self {
+        ResponseFuture {
+            state: State::Refused(format!(
+                "the request's deadline could not be armed (no timer thread: {err})"
+            )),
+            protocol,
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    B: Default,
+{
+    type Output = Result<Response<B>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let protocol = this.protocol;
+        match &mut this.state {
+            State::Running { inner, stopped, .. } => {
+                // The work's answer first: one that is ready wins over a stop that came with it.
+                if let Poll::Ready(result) = inner.as_mut().poll(cx) {
+                    this.state = State::Done;
+                    return Poll::Ready(result);
+                }
+                match Pin::new(stopped).poll(cx) {
+                    Poll::Ready(reason) => {
+                        let detail = format!("the request was stopped: {reason}");
+                        // Its inner future goes now; its jobs heard the reason already.
+                        this.state = State::Done;
+                        Poll::Ready(Ok(protocol.answer(Some(&reason), &detail)))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+            State::Refused(detail) => {
+                let detail = std::mem::take(detail);
+                this.state = State::Done;
+                Poll::Ready(Ok(protocol.answer(None, &detail)))
+            }
+            State::Done => panic!("`ResponseFuture` polled after it completed"),
+        }
+    }
+}
+
+impl<F> Drop for ResponseFuture<F> {
+    fn drop(&mut self) {
+        if let State::Running { source, .. } = &self.state {
+            // Unfinished: the client went away (or middleware dropped the request).
+            source.cancel(CancelReason::Dropped);
+        }
+    }
+}
+
+impl<F> fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Running { source, .. } => {
+                if source.is_cancelled() {
+                    "stopping"
+                } else {
+                    "running"
+                }
+            }
+            State::Refused(_) => "refused",
+            State::Done => "done",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .field("protocol", &self.protocol)
+            .finish()
+    }
+}

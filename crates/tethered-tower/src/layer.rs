@@ -1,0 +1,126 @@
+//! [`RequestTokenLayer`] and the service it makes, [`RequestTokenService`].
+
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{Request, Response};
+use tethered::{CancelSource, CancelToken};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::deadline::parse_grpc_timeout;
+use crate::future::{Protocol, ResponseFuture};
+use crate::token::RequestToken;
+
+/// A tower layer that gives every request a [`CancelToken`] (as a [`RequestToken`] in its
+/// extensions), a child of the server's token, cancelled:
+///
+/// - with `Dropped` when the response future is dropped: the client disconnected, an HTTP/2
+///   stream was reset, middleware lost a race;
+/// - with `Timeout` at the request's deadline: its `grpc-timeout` header, the layer's
+///   [`timeout`](Self::timeout), the shorter of the two. The response comes at the deadline,
+///   not when the native work returns: gRPC's `DEADLINE_EXCEEDED` for a gRPC request (by its
+///   `content-type`), HTTP 504 otherwise;
+/// - with the server token's reason (`Shutdown`, say) when it is cancelled; the response, if
+///   the handler has not answered, is gRPC's `UNAVAILABLE` or HTTP 503.
+///
+/// Jobs the handler spawns as children of the request's token get the reason.
+///
+/// ```
+/// use std::time::Duration;
+/// use axum::{Router, routing::get};
+/// use tethered::CancelSource;
+/// use tethered_tower::{RequestToken, RequestTokenLayer};
+///
+/// async fn render(token: RequestToken) -> String {
+///     let job = tethered::AbortableNative::builder()
+///         .child_of(&token)
+///         .spawn_on(&tethered_tokio::TokioSpawner::current(), |token| {
+///             // ... native work that checks `token` ...
+///             "done"
+///         })
+///         .expect("the runtime runs");
+///     job.await.unwrap_or("stopped").to_owned()
+/// }
+///
+/// let server = CancelSource::new(); // cancel it with `Shutdown` to stop every request
+/// let app: Router = Router::new()
+///     .route("/render", get(render))
+///     .layer(RequestTokenLayer::new(&server.token()).timeout(Duration::from_secs(10)));
+/// ```
+#[derive(Clone, Debug)]
+pub struct RequestTokenLayer {
+    server: CancelToken,
+    timeout: Option<Duration>,
+}
+
+impl RequestTokenLayer {
+    /// Every request's token is a child of `server`.
+    pub fn new(server: &CancelToken) -> Self {
+        RequestTokenLayer {
+            server: server.clone(),
+            timeout: None,
+        }
+    }
+
+    /// A deadline for every request, `timeout` after it arrives (a request's shorter
+    /// `grpc-timeout` wins).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+impl<S> Layer<S> for RequestTokenLayer {
+    type Service = RequestTokenService<S>;
+
+    fn layer(&self, inner: S) -> RequestTokenService<S> {
+        RequestTokenService {
+            inner,
+            server: self.server.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// The service [`RequestTokenLayer`] wraps around another.
+#[derive(Clone, Debug)]
+pub struct RequestTokenService<S> {
+    inner: S,
+    server: CancelToken,
+    timeout: Option<Duration>,
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RequestTokenService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ResBody: Default,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<ReqBody>) -> ResponseFuture<S::Future> {
+        let protocol = Protocol::of(request.headers());
+        let deadline = match (parse_grpc_timeout(request.headers()), self.timeout) {
+            (Some(header), Some(configured)) => Some(header.min(configured)),
+            (header, configured) => header.or(configured),
+        };
+        let source: CancelSource = self.server.child();
+        let timer = deadline.map(|deadline| source.cancel_after(deadline));
+        if let Some(Err(err)) = timer {
+            // No timer thread: the deadline could not be kept, so the request is refused
+            // rather than run without it.
+            return ResponseFuture::refused(protocol, &err);
+        }
+        request
+            .extensions_mut()
+            .insert(RequestToken::new(source.token()));
+        let inner = self.inner.call(request);
+        ResponseFuture::new(inner, source, protocol)
+    }
+}

@@ -1,0 +1,61 @@
+//! A tower layer that ties every request to a [`tethered::CancelToken`]: the native work a
+//! handler starts stops when the client goes away, when the request's deadline passes, and
+//! when the server shuts down, and it learns which of the three it was.
+//!
+//! hyper drops a handler's future when its client disconnects or resets an HTTP/2 stream, and
+//! tonic's timeout drops it too: a tethered job awaited there is cancelled, but only ever with
+//! `Dropped`, and the handler has no token to hand to the jobs, sub-requests or scopes it
+//! starts. [`RequestTokenLayer`] gives every request one (a [`RequestToken`] in its
+//! extensions, a child of a server-wide token), cancels it with `Dropped`, `Timeout` (the
+//! `grpc-timeout` header or a configured timeout) or the server's reason, and answers a
+//! request stopped by its deadline at the deadline, with the protocol's own status.
+//!
+//! ```
+//! use std::time::Duration;
+//! use axum::{Router, routing::get};
+//! use tethered::CancelSource;
+//! use tethered_tower::{RequestToken, RequestTokenLayer};
+//!
+//! async fn count(token: RequestToken) -> String {
+//!     let job = tethered::AbortableNative::builder()
+//!         .child_of(&token) // stops with the request, with its reason
+//!         .spawn_on(&tethered_tokio::TokioSpawner::current(), |token| {
+//!             let mut n = 0u64;
+//!             while !token.is_cancelled() && n < 1_000_000 {
+//!                 n += 1;
+//!             }
+//!             n
+//!         })
+//!         .expect("on a runtime");
+//!     match job.await {
+//!         Ok(n) => n.to_string(),
+//!         Err(stopped) => format!("stopped: {stopped}"),
+//!     }
+//! }
+//!
+//! let server = CancelSource::new();
+//! let app: Router = Router::new()
+//!     .route("/count", get(count))
+//!     .layer(RequestTokenLayer::new(&server.token()).timeout(Duration::from_secs(5)));
+//! ```
+//!
+//! A call made on a request's behalf passes its deadline on with [`grpc_timeout`], so a
+//! deadline set at the edge travels every hop.
+
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod deadline;
+mod future;
+mod layer;
+mod token;
+
+pub use deadline::{GRPC_TIMEOUT, grpc_timeout, parse_grpc_timeout};
+pub use future::ResponseFuture;
+pub use layer::{RequestTokenLayer, RequestTokenService};
+pub use token::RequestToken;
+
+// The README's example is a doc test too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,73 @@
+//! [`RequestToken`]: a request's token, as the layer puts it in the request's extensions.
+
+use http::Extensions;
+use tethered::CancelToken;
+
+/// A request's [`CancelToken`], which [`RequestTokenLayer`](crate::RequestTokenLayer) puts in
+/// every request's extensions: cancelled with `Dropped` when the client goes away, `Timeout`
+/// at the request's deadline, `Shutdown` when the server's token is.
+///
+/// Spawn the request's jobs as its children (`Builder::child_of(&token)`), so they stop with
+/// it, with the reason. In axum (feature `axum`) it is an extractor; in tonic, read it with
+/// `request.extensions().get::<RequestToken>()`.
+///
+/// ```
+/// use http::Request;
+/// use tethered::CancelSource;
+/// use tethered_tower::RequestToken;
+///
+/// let server = CancelSource::new();
+/// let mut request = Request::new(());
+/// request.extensions_mut().insert(RequestToken::new(server.token()));
+/// let token = RequestToken::from_extensions(request.extensions()).expect("the layer ran");
+/// assert!(!token.is_cancelled());
+/// ```
+#[derive(Clone, Debug)]
+pub struct RequestToken(CancelToken);
+
+impl RequestToken {
+    /// A request token holding `token`.
+    pub fn new(token: CancelToken) -> Self {
+        RequestToken(token)
+    }
+
+    /// The token.
+    pub fn token(&self) -> &CancelToken {
+        &self.0
+    }
+
+    /// The token.
+    pub fn into_token(self) -> CancelToken {
+        self.0
+    }
+
+    /// The token the layer put in `extensions`, if it ran.
+    pub fn from_extensions(extensions: &Extensions) -> Option<CancelToken> {
+        extensions
+            .get::<RequestToken>()
+            .map(|token| token.0.clone())
+    }
+}
+
+impl std::ops::Deref for RequestToken {
+    type Target = CancelToken;
+
+    fn deref(&self) -> &CancelToken {
+        &self.0
+    }
+}
+
+#[cfg(feature = "axum")]
+impl<S: Send + Sync> axum_core::extract::FromRequestParts<S> for RequestToken {
+    type Rejection = (http::StatusCode, &'static str);
+
+    async fn from_request_parts(
+        parts: &mut http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<RequestToken>().cloned().ok_or((
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "RequestToken extractor: the router has no tethered_tower::RequestTokenLayer",
+        ))
+    }
+}

@@ -1,0 +1,264 @@
+//! A real axum server on loopback, real clients: a disconnect, a configured timeout, a
+//! `grpc-timeout` header, the server's shutdown and an HTTP/2 reset each stop the request's
+//! native job, with their reason, and the response to a deadline comes at the deadline.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tethered::{CancelReason, CancelSource};
+use tethered_tower::{RequestToken, RequestTokenLayer};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+/// Far above what anything here needs on an idle machine.
+const SLACK: Duration = Duration::from_secs(10);
+
+/// What the request's native job reports when it returns: the reason of the request's token
+/// (the layer's), and when.
+type Reports = mpsc::Sender<(Option<CancelReason>, Instant)>;
+
+#[derive(Clone)]
+struct App {
+    reports: std::sync::Arc<std::sync::Mutex<Reports>>,
+    started: std::sync::Arc<std::sync::Mutex<mpsc::Sender<()>>>,
+}
+
+/// Spins until its token is cancelled (`/spin`), or sleeps 1.5 s without looking (`/deaf`).
+/// The job is detached when the handler goes, so it reports what the request's token said.
+async fn spin(State(app): State<App>, token: RequestToken) -> String {
+    run(app, token, false).await
+}
+
+async fn deaf(State(app): State<App>, token: RequestToken) -> String {
+    run(app, token, true).await
+}
+
+async fn run(app: App, token: RequestToken, deaf: bool) -> String {
+    let reports = app.reports.lock().unwrap().clone();
+    let started = app.started.lock().unwrap().clone();
+    let request = token.clone().into_token();
+    let job = tethered::AbortableNative::builder()
+        .child_of(&token)
+        .spawn_on(&tethered_tokio::TokioSpawner::current(), move |token| {
+            let _ = started.send(());
+            if deaf {
+                std::thread::sleep(Duration::from_millis(1500));
+            } else {
+                while !token.is_cancelled() {
+                    std::hint::spin_loop();
+                }
+            }
+            // The request's token, not the job's: dropping the handler cancels the job's own
+            // token with `Dropped` whatever the layer does; the request's reason is the layer's.
+            let _ = reports.send((request.reason(), Instant::now()));
+            "done"
+        })
+        .expect("on the runtime");
+    job.await.unwrap_or("stopped").to_owned()
+}
+
+struct Server {
+    address: std::net::SocketAddr,
+    shutdown: CancelSource,
+    reports: mpsc::Receiver<(Option<CancelReason>, Instant)>,
+    started: mpsc::Receiver<()>,
+}
+
+async fn serve(layer: impl Fn(&CancelSource) -> RequestTokenLayer) -> Server {
+    let shutdown = CancelSource::new();
+    let (reports_tx, reports) = mpsc::channel();
+    let (started_tx, started) = mpsc::channel();
+    let app = App {
+        reports: std::sync::Arc::new(std::sync::Mutex::new(reports_tx)),
+        started: std::sync::Arc::new(std::sync::Mutex::new(started_tx)),
+    };
+    let router = Router::new()
+        .route("/spin", get(spin))
+        .route("/deaf", get(deaf))
+        .route("/plain", get(|| async { "no layer here" }))
+        .with_state(app)
+        .layer(layer(&shutdown));
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let address = listener.local_addr().expect("its address");
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .await
+            .expect("the server runs");
+    });
+    Server {
+        address,
+        shutdown,
+        reports,
+        started,
+    }
+}
+
+impl Server {
+    fn started(&self) {
+        self.started.recv_timeout(SLACK).expect("the job started");
+    }
+
+    fn report(&self) -> (Option<CancelReason>, Instant) {
+        self.reports.recv_timeout(SLACK).expect("the job returned")
+    }
+}
+
+/// An HTTP/1.1 request; the response's status, headers, and when it came.
+async fn get_http1(
+    address: std::net::SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (http::StatusCode, http::HeaderMap, Instant) {
+    let stream = TcpStream::connect(address).await.expect("connects");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(connection);
+    let mut request = http::Request::get(path).header("host", "localhost");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = sender
+        .send_request(request.body(Empty::<Bytes>::new()).unwrap())
+        .await
+        .expect("a response");
+    let at = Instant::now();
+    let (parts, body) = response.into_parts();
+    let _ = body.collect().await;
+    (parts.status, parts.headers, at)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_stops_the_job_with_dropped() {
+    let server = serve(|shutdown| RequestTokenLayer::new(&shutdown.token())).await;
+    let mut stream = TcpStream::connect(server.address).await.unwrap();
+    stream
+        .write_all(b"GET /spin HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let server = tokio::task::spawn_blocking(move || {
+        server.started();
+        server
+    })
+    .await
+    .unwrap();
+    let gone = Instant::now();
+    drop(stream);
+    let (reason, at) = tokio::task::spawn_blocking(move || server.report())
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(CancelReason::Dropped));
+    assert!(at.duration_since(gone) < SLACK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_timeout_answers_504_at_the_deadline_and_stops_the_job_with_timeout() {
+    let server = serve(|shutdown| {
+        RequestTokenLayer::new(&shutdown.token()).timeout(Duration::from_millis(200))
+    })
+    .await;
+    let sent = Instant::now();
+    let (status, _, answered) = get_http1(server.address, "/deaf", &[]).await;
+    assert_eq!(status, http::StatusCode::GATEWAY_TIMEOUT);
+    // At the deadline, not when the deaf job returns 1.5 s later.
+    let took = answered.duration_since(sent);
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_millis(1200),
+        "{took:?}"
+    );
+    let (reason, _) = tokio::task::spawn_blocking(move || server.report())
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(CancelReason::Timeout));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_timeout_header_shorter_than_the_configured_one_wins_and_answers_deadline_exceeded()
+{
+    let server = serve(|shutdown| {
+        RequestTokenLayer::new(&shutdown.token()).timeout(Duration::from_secs(30))
+    })
+    .await;
+    let sent = Instant::now();
+    let (status, headers, answered) = get_http1(
+        server.address,
+        "/spin",
+        &[
+            ("content-type", "application/grpc"),
+            ("grpc-timeout", "100m"),
+        ],
+    )
+    .await;
+    assert_eq!(status, http::StatusCode::OK);
+    assert_eq!(headers.get("grpc-status").unwrap(), "4");
+    assert!(answered.duration_since(sent) < Duration::from_secs(5));
+    let (reason, _) = tokio::task::spawn_blocking(move || server.report())
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(CancelReason::Timeout));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_shutdown_stops_the_job_with_shutdown_and_answers_503() {
+    let server = serve(|shutdown| RequestTokenLayer::new(&shutdown.token())).await;
+    let address = server.address;
+    let request = tokio::spawn(async move { get_http1(address, "/spin", &[]).await });
+    let server = tokio::task::spawn_blocking(move || {
+        server.started();
+        server
+    })
+    .await
+    .unwrap();
+    server.shutdown.cancel(CancelReason::Shutdown);
+    let (status, _, _) = request.await.unwrap();
+    assert_eq!(status, http::StatusCode::SERVICE_UNAVAILABLE);
+    let (reason, _) = tokio::task::spawn_blocking(move || server.report())
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(CancelReason::Shutdown));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_stream_reset_stops_the_job_with_dropped() {
+    let server = serve(|shutdown| RequestTokenLayer::new(&shutdown.token())).await;
+    let stream = TcpStream::connect(server.address).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .expect("an HTTP/2 connection");
+    tokio::spawn(connection);
+    let request = http::Request::get("http://localhost/spin")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = tokio::spawn(async move { sender.send_request(request).await });
+    let server = tokio::task::spawn_blocking(move || {
+        server.started();
+        server
+    })
+    .await
+    .unwrap();
+    // Dropping the response future resets the stream (RST_STREAM); the connection stays.
+    response.abort();
+    let (reason, _) = tokio::task::spawn_blocking(move || server.report())
+        .await
+        .unwrap();
+    assert_eq!(reason, Some(CancelReason::Dropped));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extractor_without_the_layer_is_a_clear_500() {
+    let router: Router = Router::new().route("/", get(|_token: RequestToken| async { "never" }));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let (status, _, _) = get_http1(address, "/", &[]).await;
+    assert_eq!(status, http::StatusCode::INTERNAL_SERVER_ERROR);
+}

@@ -163,6 +163,8 @@ fn http_disconnect_stops_the_job_when_the_client_hangs_up() {
         .assert_success()
         .assert_prints("got `HTTP/1.1 200 OK`: rendered 20 slices")
         .assert_prints("its token said: the awaiting future was dropped")
+        .assert_prints("got `HTTP/1.1 504 Gateway Timeout` after")
+        .assert_prints("its token said: the deadline passed")
         .assert_prints("no native job is left running");
 }
 

@@ -26,6 +26,12 @@ fn children_are_still_stopped_and_reaped_when_poll_cannot_take_the_descriptors()
                 .expect("sh starts")
         })
         .collect();
+    // Each has written its line once it runs `sleep` (the `exec` comes after the `echo`).
+    let pids: Vec<u32> = jobs.iter().map(|job| job.pid().expect("started")).collect();
+    assert!(wait_until(SLACK, || pids.iter().all(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline.starts_with(b"sleep"))
+    })));
     // Sixty descriptors watched (a pidfd and two pipes each); allow fewer than that.
     let before = getrlimit(Resource::Nofile);
     let lowered = Rlimit {

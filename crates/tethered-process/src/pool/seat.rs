@@ -57,9 +57,14 @@ impl Seat {
         self.slot.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands `task` to the seat's thread (which is idle).
+    /// Hands `task` to the seat's thread, which a dispatcher took off the idle list (so its
+    /// slot is empty: a seat is listed only with an empty slot).
     pub(super) fn give(&self, task: Task) {
-        *self.lock() = Slot::Task(task);
+        let replaced = std::mem::replace(&mut *self.lock(), Slot::Task(task));
+        debug_assert!(
+            matches!(replaced, Slot::Empty),
+            "a listed seat has an empty slot"
+        );
         self.ready.notify_one();
     }
 
@@ -187,11 +192,21 @@ fn next_task(shared: &Shared, seat: &Arc<Seat>, worker: &mut Worker) -> Option<T
         if state.lifecycle != Lifecycle::Open {
             return None;
         }
-        let taken = state.pending.pop_front();
-        if taken.is_none() {
-            state.idle.push(seat.clone());
+        match state.pending.pop_front() {
+            Some(pending) => Some(pending),
+            None => {
+                // A task handed over while this seat was away from the idle list (its worker
+                // died while idle, and a dispatcher had already taken the seat) is run first;
+                // only an empty seat goes back on the list, so no dispatcher overwrites a task.
+                let mut slot = seat.lock();
+                match std::mem::replace(&mut *slot, Slot::Empty) {
+                    Slot::Task(task) => return Some(task),
+                    Slot::Close => return None,
+                    Slot::Empty => state.idle.push(seat.clone()),
+                }
+                None
+            }
         }
-        taken
     };
     if let Some(Pending { task, link, .. }) = taken {
         // Its cancel link is the turn's business now (the task links its own); dropped with no

@@ -65,12 +65,16 @@
 
 #[cfg(feature = "tokio-util")]
 mod cancellation_link;
+#[cfg(feature = "server")]
+mod server;
 mod spawn;
 mod spawner;
 mod timeout;
 
 #[cfg(feature = "tokio-util")]
 pub use cancellation_link::{CancellationLink, cancel_source_from, link};
+#[cfg(feature = "server")]
+pub use server::{Server, ServerReport, ShutdownCause};
 pub use spawn::spawn_native;
 pub use spawner::TokioSpawner;
 pub use timeout::{Timeout, timeout};

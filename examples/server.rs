@@ -1,0 +1,89 @@
+//! The server recipe: an axum service whose requests run native jobs, shut down within one
+//! deadline.
+//!
+//! - `tethered_tokio::Server`: the runtime, one server-wide token, one scope on the blocking
+//!   pool (bounded: 4 jobs at a time), and the shutdown on SIGTERM or Ctrl-C.
+//! - `tethered_tower::RequestTokenLayer`: every request's token, a child of the server's,
+//!   cancelled on a disconnect, at the request's deadline, and at shutdown.
+//! - Each handler spawns its job in the scope as a child of its request's token.
+//!
+//! `GET /work/{ms}` works `ms` milliseconds, checking its token; `GET /stuck` ignores its token
+//! for a minute (a native call with no check), so the shutdown report names it.
+//!
+//! Run with: cargo run --example server [deadline-seconds]   (then Ctrl-C)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::routing::get;
+use tethered::{AbortableNative, NativeScope};
+use tethered_tokio::Server;
+use tethered_tower::{RequestToken, RequestTokenLayer};
+use tokio::net::TcpListener;
+
+/// The scope the handlers spawn in: the server's.
+#[derive(Clone)]
+struct Jobs(Arc<NativeScope>);
+
+/// `GET /work/{ms}`: `ms` milliseconds of native work in 1 ms slices.
+async fn work(State(jobs): State<Jobs>, Path(ms): Path<u64>, request: RequestToken) -> String {
+    let job = AbortableNative::builder()
+        .name(format!("work {ms} ms"))
+        .child_of(&request)
+        .spawn_in(&jobs.0, move |token| {
+            let mut done = 0;
+            while done < ms && !token.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(1));
+                done += 1;
+            }
+            done
+        });
+    match job {
+        Ok(job) => match job.await {
+            Ok(done) => format!("worked {done} ms\n"),
+            Err(stopped) => format!("stopped: {stopped}\n"),
+        },
+        Err(refused) => format!("not started: {refused}\n"),
+    }
+}
+
+/// `GET /stuck`: a minute of native work that never looks at its token.
+async fn stuck(State(jobs): State<Jobs>, request: RequestToken) -> String {
+    let job = AbortableNative::builder()
+        .name("stuck-job")
+        .child_of(&request)
+        .spawn_in(&jobs.0, |_token| {
+            std::thread::sleep(Duration::from_secs(60))
+        });
+    match job {
+        Ok(job) => format!("{:?}\n", job.await.is_ok()),
+        Err(refused) => format!("not started: {refused}\n"),
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let deadline = std::env::args()
+        .nth(1)
+        .map_or(Ok(5.0), |seconds| seconds.parse::<f64>())?;
+    let server = Server::new()?.with_max_running(4);
+    let token = server.token();
+    let listener = server.handle().block_on(TcpListener::bind("127.0.0.1:0"))?;
+    println!("listening on {}", listener.local_addr()?);
+    let app = Router::new()
+        .route("/work/{ms}", get(work))
+        .route("/stuck", get(stuck))
+        .with_state(Jobs(server.scope()))
+        .layer(RequestTokenLayer::new(&token));
+    let report = server.run(Duration::from_secs_f64(deadline), async move {
+        let drained = token.clone();
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                drained.cancelled().await;
+            })
+            .await;
+    });
+    println!("{report}");
+    Ok(())
+}

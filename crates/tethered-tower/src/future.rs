@@ -119,17 +119,19 @@ where
         let protocol = this.protocol;
         match &mut this.state {
             State::Running { inner, stopped, .. } => {
-                // The work's answer first: one that is ready wins over a stop that came with it.
-                if let Poll::Ready(result) = inner.as_mut().poll(cx) {
+                // The stop first: once the deadline (or the server's shutdown) has come, the
+                // answer is the protocol's, even if the handler, whose jobs stopped with the
+                // token, answered in the same instant (with what a stopped job gives).
+                if let Poll::Ready(reason) = Pin::new(stopped).poll(cx) {
+                    let detail = format!("the request was stopped: {reason}");
+                    // Its inner future goes now; its jobs heard the reason already.
                     this.state = State::Done;
-                    return Poll::Ready(result);
+                    return Poll::Ready(Ok(protocol.answer(Some(&reason), &detail)));
                 }
-                match Pin::new(stopped).poll(cx) {
-                    Poll::Ready(reason) => {
-                        let detail = format!("the request was stopped: {reason}");
-                        // Its inner future goes now; its jobs heard the reason already.
+                match inner.as_mut().poll(cx) {
+                    Poll::Ready(result) => {
                         this.state = State::Done;
-                        Poll::Ready(Ok(protocol.answer(Some(&reason), &detail)))
+                        Poll::Ready(result)
                     }
                     Poll::Pending => Poll::Pending,
                 }

@@ -102,3 +102,29 @@ fn child_dropped_while_the_parent_cancels_does_not_deadlock_or_leak() {
         assert_eq!(parent.token().registrations(), 0);
     }
 }
+
+#[test]
+fn a_child_cancelled_while_its_parents_cancel_walks_down_takes_the_parents_reason() {
+    let parent = tethered::CancelSource::new();
+    let child = parent.token().child();
+    let late = child.clone();
+    // Runs on the cancelling thread before the walk reaches the child: a handle dropped right
+    // as its request's deadline passed, say.
+    let _drop_on_cancel = parent.token().on_cancel(move |_| {
+        late.cancel(tethered::CancelReason::Dropped);
+    });
+    assert!(parent.cancel(tethered::CancelReason::Timeout));
+    assert_eq!(
+        child.token().reason(),
+        Some(tethered::CancelReason::Timeout)
+    );
+    // A child cancelled before its parent keeps its own reason.
+    let parent = tethered::CancelSource::new();
+    let child = parent.token().child();
+    child.cancel(tethered::CancelReason::Dropped);
+    parent.cancel(tethered::CancelReason::Timeout);
+    assert_eq!(
+        child.token().reason(),
+        Some(tethered::CancelReason::Dropped)
+    );
+}

@@ -20,6 +20,11 @@ impl TokenState {
         if self.flag.load(Ordering::Relaxed) == SEALED {
             return false;
         }
+        // An ancestor cancelled already (its walk has not reached this token yet) decides the
+        // reason: the cancel from above came first. So a job whose handle is dropped because
+        // its request's deadline passed reads `Timeout`, not `Dropped`, however the threads
+        // interleave.
+        let reason = self.cancelled_ancestor_reason().unwrap_or(reason);
         let Some(children) = self.cancel_node(&reason, true) else {
             return false;
         };
@@ -36,6 +41,19 @@ impl TokenState {
             // releases its ancestors with a loop, not by recursion.
         }
         true
+    }
+
+    /// The reason of the nearest ancestor that is cancelled, if one is. Each lock is taken alone
+    /// (a token's, then its parent's), never two at once.
+    fn cancelled_ancestor_reason(&self) -> Option<CancelReason> {
+        let mut next = sync::lock(&self.shared).parent.clone();
+        while let Some(node) = next {
+            if let Some(reason) = node.reason() {
+                return Some(reason);
+            }
+            next = sync::lock(&node.shared).parent.clone();
+        }
+        None
     }
 
     /// Cancels this one token: sets the flag, wakes its waiters, runs its callbacks. Returns its

@@ -29,7 +29,9 @@ fn the_scopes_limit_bounds_live_children_and_the_others_wait_unspawned() {
     let scope = NativeScope::new().with_max_running(2);
     let jobs: Vec<_> = (0..6)
         .map(|_| {
-            Process::new(sh(&format!("sleep 0.3 # {marker}")))
+            // Long enough that the first two are still alive when the test looks, however slow
+            // the machine is at starting the six.
+            Process::new(sh(&format!("sleep 1 # {marker}")))
                 .spawn_in(&scope)
                 .expect("sh starts")
         })
@@ -88,7 +90,7 @@ fn a_job_cancelled_while_it_waits_for_a_slot_never_starts_its_child() {
 #[test]
 fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
     let scope = NativeScope::new().with_max_running(1);
-    let first = Process::new(sh("sleep 0.2"))
+    let first = Process::new(sh("sleep 0.5"))
         .spawn_in(&scope)
         .expect("sh starts");
     let mut cat = std::process::Command::new("cat");
@@ -119,7 +121,7 @@ fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
 #[test]
 fn a_waiting_child_that_cannot_start_resolves_to_never_started() {
     let scope = NativeScope::new().with_max_running(1);
-    let first = Process::new(sh("sleep 0.1"))
+    let first = Process::new(sh("sleep 1"))
         .spawn_in(&scope)
         .expect("sh starts");
     let missing = Process::new(std::process::Command::new("/no/such/program"))

@@ -329,14 +329,7 @@ impl Pool {
                 drop(task);
                 return;
             }
-            let id = state.next_pending;
-            state.next_pending += 1;
-            state.pending.push_back(Pending {
-                id,
-                task,
-                link: None,
-            });
-            id
+            state.enqueue(task, false)
         };
         let shared = Arc::downgrade(&self.shared);
         // Runs at once if the request is cancelled already. Registered with no lock held.

@@ -228,13 +228,7 @@ fn next_task(shared: &Shared, seat: &Arc<Seat>, worker: &mut Worker) -> Option<T
             let mut state = shared.guarded.lock();
             state.idle.retain(|idle| !Arc::ptr_eq(idle, seat));
             if let Slot::Task(task) = std::mem::replace(&mut *seat.lock(), Slot::Empty) {
-                let id = state.next_pending;
-                state.next_pending += 1;
-                state.pending.push_front(Pending {
-                    id,
-                    task,
-                    link: None,
-                });
+                state.enqueue(task, true);
             }
             return None;
         }

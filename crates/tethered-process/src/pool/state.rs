@@ -66,6 +66,26 @@ pub(super) struct State {
     pub(super) seats: usize,
 }
 
+impl State {
+    /// Queues `task` (at the front, for one handed back by a seat whose worker died) with a
+    /// fresh id, and no cancel link yet; the id.
+    pub(super) fn enqueue(&mut self, task: Task, at_front: bool) -> u64 {
+        let id = self.next_pending;
+        self.next_pending += 1;
+        let pending = Pending {
+            id,
+            task,
+            link: None,
+        };
+        if at_front {
+            self.pending.push_front(pending);
+        } else {
+            self.pending.push_back(pending);
+        }
+        id
+    }
+}
+
 /// The lock and the condition variable `shutdown_blocking` waits on.
 pub(super) struct Guarded {
     state: Mutex<State>,

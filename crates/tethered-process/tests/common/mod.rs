@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod pool;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -407,3 +407,104 @@ fn leak_demo_rejects_bad_arguments_with_a_message_and_exit_code_2() {
         assert!(ran.stdout.is_empty(), "{args:?}: {ran:#?}");
     }
 }
+
+/// Sends `GET path` and reads the whole answer (the server closes after it).
+#[cfg(unix)]
+fn get(address: &str, path: &str) -> std::io::Result<String> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(answer)
+}
+
+/// The server recipe (`examples/server.rs`) under load, sent SIGTERM: 20 concurrent requests,
+/// one of them stuck in a native call that never looks at its token, and a 5 s overall
+/// deadline. The process exits within 6 s, every other request is answered, and the report
+/// names the stuck job.
+#[cfg(unix)]
+#[test]
+fn server_sigterm_under_load_exits_within_the_deadline_and_names_the_stuck_job() {
+    use std::io::BufRead;
+    let mut server = Command::new(example("server"))
+        .arg("5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the example server starts");
+    let mut stdout = std::io::BufReader::new(server.stdout.take().expect("piped"));
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .expect("it says where it listens");
+    let address = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+
+    // One stuck request, nineteen that take 300 ms each, four at a time.
+    let mut clients = Vec::new();
+    let stuck_address = address.clone();
+    clients.push(std::thread::spawn(move || get(&stuck_address, "/stuck")));
+    std::thread::sleep(Duration::from_millis(100)); // the stuck job takes its slot first
+    for _ in 0..19 {
+        let address = address.clone();
+        clients.push(std::thread::spawn(move || get(&address, "/work/300")));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+
+    let signalled = Instant::now();
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let status = loop {
+        if let Some(status) = server.try_wait().expect("waitable") {
+            break status;
+        }
+        if signalled.elapsed() > Duration::from_secs(20) {
+            let _ = server.kill();
+            let _ = server.wait();
+            panic!("the server still ran 20 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = signalled.elapsed();
+    let mut rest = String::new();
+    let _ = stdout.read_to_string(&mut rest);
+    println!(
+        "exited {status} {took:.1?} after SIGTERM; it said: {}",
+        rest.trim()
+    );
+    assert!(status.success(), "{status}");
+    assert!(
+        took < Duration::from_secs(6),
+        "exited {took:?} after SIGTERM"
+    );
+    assert!(rest.contains("shutdown on SIGTERM"), "{rest}");
+    assert!(
+        rest.contains("still running: ") && rest.contains("\"stuck-job\""),
+        "{rest}"
+    );
+
+    // Every request but the stuck one was answered: done, or stopped by the shutdown.
+    let answers: Vec<_> = clients
+        .into_iter()
+        .map(|client| client.join().unwrap())
+        .collect();
+    let answered = answers[1..]
+        .iter()
+        .filter(|answer| {
+            // Done (200), or stopped by the shutdown: the layer's 503.
+            answer.as_ref().is_ok_and(|text| {
+                text.starts_with("HTTP/1.1 200 ") || text.starts_with("HTTP/1.1 503 ")
+            })
+        })
+        .count();
+    assert_eq!(answered, 19, "{answers:#?}");
+}

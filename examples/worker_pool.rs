@@ -56,7 +56,8 @@ for line in sys.stdin:
             command.args(["-u", "-c", WORKER]);
             command
         })
-        .size(2)
+        // One worker, so that the requests after the stuck one are served by its replacement.
+        .size(1)
         .grace(Duration::from_millis(500))
         .build()?;
         println!("request 40 ms: {}", pool.run(ask(40)).await??);
@@ -65,12 +66,12 @@ for line in sys.stdin:
         let stuck = tethered_tokio::timeout(Duration::from_millis(200), pool.run(ask(-1))).await;
         assert!(stuck.is_err(), "the request never ends by itself");
         println!("request forever: timed out after 200 ms; its future was dropped");
-        // Its worker was stopped and a fresh one started: both answer.
+        // Its worker was stopped and a fresh one started: it answers both, in turn.
         let (a, b) = tokio::join!(pool.run(ask(10)), pool.run(ask(20)));
         println!("request 10 ms: {}; request 20 ms: {}", a??, b??);
         let stats = pool.stats();
         println!(
-            "{} workers live; {} stopped mid-turn, {} replaced, {} turns served",
+            "workers live: {}; stopped mid-turn: {}, replaced: {}, turns served: {}",
             stats.live, stats.cancelled_mid_turn, stats.replaced, stats.served
         );
 

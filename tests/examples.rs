@@ -186,9 +186,9 @@ fn worker_pool_replaces_the_worker_of_a_dropped_request() {
         .assert_success()
         .assert_prints("request 40 ms: done 40 ms")
         .assert_prints("its future was dropped")
-        .assert_prints("on worker 3 (pid")
+        .assert_prints("on worker 2 (pid")
         .assert_prints("request 10 ms: done 10 ms; request 20 ms: done 20 ms")
-        .assert_prints("2 workers live; 1 stopped mid-turn, 1 replaced")
+        .assert_prints("workers live: 1; stopped mid-turn: 1, replaced: 1, turns served: 3")
         .assert_prints("every worker process reaped");
 }
 

@@ -418,7 +418,9 @@ impl fmt::Debug for Pool {
     }
 }
 
-/// A [`Pool`]'s counts, from [`Pool::stats`].
+/// A [`Pool`]'s counts, from [`Pool::stats`]. A stopped worker is counted once its seat has
+/// seen it reaped, just before its replacement starts: a request served by another worker
+/// meanwhile may see the counts from before.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolStats {

@@ -1,0 +1,286 @@
+//! One job and its promise: the settle-once slot, the abort listener, and the driver that
+//! settles the promise when the job's handle completes.
+//!
+//! # States of the promise
+//!
+//! ```text
+//!  Pending (the slot holds the deferred) ──first of: the signal fired · a cancel (unjoined) · the job finished──▶ Settled (the slot is empty)
+//! ```
+//!
+//! Whoever takes the deferred out of the slot settles it; everyone after finds the slot empty
+//! and settles nothing. The settling itself runs on the JavaScript thread: the deferred's
+//! threadsafe function carries a resolver there, and napi-rs drops it unrun (never touching
+//! the environment) when the environment is gone.
+//!
+//! # Invariants
+//!
+//! 1. The slot's lock is held only to take the deferred: never while cancelling, dropping a
+//!    callback guard, or calling into JavaScript.
+//! 2. Every resolver releases the job's listener entry (`environment::release`), except the
+//!    listener's own rejection, which releases it before.
+//! 3. The environment's running count goes down once per job, after its promise was handed
+//!    its outcome (or found settled), so a teardown waiting on it sees jobs that returned.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use napi::bindgen_prelude::{Object, PromiseRaw, ToNapiValue};
+use napi::{Env, Error, JsDeferred, JsValue, Status, sys};
+use tethered::{AbortableNative, CallbackGuard, CancelReason, CancelSource, NativeError};
+
+use crate::environment::{self, Entry, Running};
+use crate::signal::{self, Signal};
+use crate::sync::{self, Mutex};
+
+/// What a finished closure leaves behind: its value, converted on the JavaScript thread.
+pub(crate) type Convert = Box<dyn FnOnce(&Env) -> napi::Result<sys::napi_value> + Send>;
+
+/// A job, or why it did not start.
+pub(crate) type Spawned = Result<AbortableNative<Convert>, tethered::SpawnError>;
+
+type Resolver = Box<dyn FnOnce(Env) -> napi::Result<sys::napi_value> + Send>;
+type Deferred = JsDeferred<sys::napi_value, Resolver>;
+
+/// How a job starts: its options, from the [`Builder`](crate::Builder).
+pub(crate) struct Start<'a> {
+    /// Settle only once the closure returned, also after a cancel.
+    pub(crate) joined: bool,
+    /// Spawns the job as a child of the given source's token.
+    pub(crate) spawn: Box<dyn FnOnce(&CancelSource) -> Spawned + 'a>,
+    /// The caller's parent token, if any.
+    pub(crate) parent: Option<tethered::CancelToken>,
+}
+
+/// Starts a job for `env` and returns its promise.
+pub(crate) fn start<'env, T>(
+    env: &'env Env,
+    signal: Option<Object<'env>>,
+    start: Start<'_>,
+) -> napi::Result<PromiseRaw<'env, T>> {
+    let signal = signal.map(Signal::read).transpose()?;
+    let Entry { id, root, running } = environment::enter(env)?;
+    let (deferred, promise) = env.create_deferred::<sys::napi_value, Resolver>()?;
+    let promise = PromiseRaw::new(env.raw(), promise.raw());
+
+    if let Some(signal) = &signal
+        && signal.aborted()?
+    {
+        // As `fetch` does: an aborted signal rejects with its reason, and nothing starts.
+        deferred.reject(Error::from_unknown_without_coercion(signal.reason()?));
+        return Ok(promise);
+    }
+
+    // The job's parent: cancelled by the signal's listener, by the environment's teardown and
+    // by the caller's parent token.
+    let source = match &start.parent {
+        Some(parent) => parent.child(),
+        None => CancelSource::new(),
+    };
+    let shared = Arc::new(Shared {
+        id,
+        joined: start.joined,
+        slot: Mutex::new(Some(deferred)),
+        source: source.clone(),
+    });
+
+    if let Some(signal) = &signal {
+        let listening = shared.clone();
+        let listener =
+            env.create_function_from_closure::<(), (), _>("tetheredNapiAbort", move |ctx| {
+                // `this` is the signal the listener was added to.
+                let this = ctx.this::<Object<'_>>().ok();
+                listening.signal_fired(ctx.env, this);
+                Ok(())
+            })?;
+        signal.listen(env, &listener)?;
+        environment::keep_listener(env, id, signal, &listener)?;
+    }
+
+    let job = match (start.spawn)(&source) {
+        Ok(job) => job,
+        Err(err) => {
+            let _ = environment::release(env, id);
+            if let Some(deferred) = shared.take() {
+                deferred.reject(Error::new(
+                    Status::GenericFailure,
+                    format!("the native job did not start: {err}"),
+                ));
+            }
+            return Ok(promise);
+        }
+    };
+
+    let mut links = Vec::with_capacity(2);
+    {
+        let source = source.clone();
+        links.push(root.on_cancel(move |reason| {
+            source.cancel(reason.clone());
+        }));
+    }
+    if !start.joined {
+        // Any cancel rejects the promise at once, whoever cancelled.
+        let stopped = shared.clone();
+        links.push(job.token().on_cancel(move |reason| stopped.stopped(reason)));
+    }
+    running.started();
+    let driver = Arc::new(Driver {
+        shared,
+        job: Mutex::new(Some(job)),
+        links: Mutex::new(links),
+        running,
+    });
+    driver.poll();
+    Ok(promise)
+}
+
+/// What the job's promise side shares with the listener, the cancel callback and the driver.
+struct Shared {
+    id: u64,
+    joined: bool,
+    /// The deferred, until it is taken to settle the promise (invariant 1).
+    slot: Mutex<Option<Deferred>>,
+    /// The job's parent.
+    source: CancelSource,
+}
+
+impl Shared {
+    fn take(&self) -> Option<Deferred> {
+        sync::lock(&self.slot).take()
+    }
+
+    /// The signal's listener, on the JavaScript thread.
+    fn signal_fired(&self, env: &Env, signal: Option<Object<'_>>) {
+        let id = self.id;
+        let reason = signal
+            .and_then(|signal| Signal::read(signal).ok())
+            .and_then(|signal| signal.reason().ok());
+        let cancel = reason
+            .as_ref()
+            .map_or(CancelReason::custom("aborted"), signal::cancel_reason);
+        if self.joined {
+            environment::aborted(env, id, false);
+        } else {
+            environment::aborted(env, id, true);
+            // Before the cancel, so the cancel's own callback finds the promise settled.
+            if let Some(deferred) = self.take() {
+                match reason {
+                    Some(reason) => deferred.reject(Error::from_unknown_without_coercion(reason)),
+                    None => deferred.reject(signal::abort_error(env, &cancel)),
+                }
+            }
+        }
+        self.source.cancel(cancel);
+    }
+
+    /// The job was cancelled (unjoined jobs only): rejects the promise at once.
+    fn stopped(&self, reason: &CancelReason) {
+        let Some(deferred) = self.take() else {
+            return;
+        };
+        let (id, reason) = (self.id, reason.clone());
+        deferred.resolve(Box::new(move |env: Env| {
+            let fired = environment::release(&env, id);
+            Err(match fired {
+                Some(value) => Error::from_unknown_without_coercion(value),
+                None => signal::abort_error(&env, &reason),
+            })
+        }));
+    }
+}
+
+/// Polls the job's handle, woken when it completes, and settles the promise then.
+struct Driver {
+    shared: Arc<Shared>,
+    job: Mutex<Option<AbortableNative<Convert>>>,
+    links: Mutex<Vec<CallbackGuard>>,
+    running: Arc<Running>,
+}
+
+impl Wake for Driver {
+    fn wake(self: Arc<Self>) {
+        self.poll();
+    }
+}
+
+impl Driver {
+    fn poll(self: &Arc<Self>) {
+        let waker = Waker::from(self.clone());
+        let outcome = {
+            let mut slot = sync::lock(&self.job);
+            let Some(job) = slot.as_mut() else {
+                return;
+            };
+            match Pin::new(job).poll(&mut Context::from_waker(&waker)) {
+                Poll::Pending => return,
+                Poll::Ready(outcome) => {
+                    *slot = None;
+                    outcome
+                }
+            }
+        };
+        self.finish(outcome);
+    }
+
+    fn finish(&self, outcome: Result<Convert, NativeError<Convert>>) {
+        // Outside every lock of the job (invariant 1).
+        let links = std::mem::take(&mut *sync::lock(&self.links));
+        drop(links);
+        match self.shared.take() {
+            Some(deferred) => {
+                let id = self.shared.id;
+                deferred.resolve(Box::new(move |env: Env| settle(&env, id, outcome)));
+            }
+            // Settled already (the signal fired, or a cancel rejected it): what the closure
+            // returned is user data whose drop may panic.
+            None => tethered::drop_contained(outcome),
+        }
+        self.running.finished();
+    }
+}
+
+/// The promise's outcome, on the JavaScript thread.
+fn settle(
+    env: &Env,
+    id: u64,
+    outcome: Result<Convert, NativeError<Convert>>,
+) -> napi::Result<sys::napi_value> {
+    let fired = environment::release(env, id);
+    match outcome {
+        Ok(convert) => match tethered::catch_panic(|| convert(env)) {
+            Ok(converted) => converted,
+            Err(panic) => Err(Error::new(
+                Status::GenericFailure,
+                format!(
+                    "converting the native job's value to JavaScript panicked: {}",
+                    panic
+                        .message()
+                        .unwrap_or("(a payload that is not a string)")
+                ),
+            )),
+        },
+        Err(NativeError::Panicked(panic)) => Err(Error::new(
+            Status::GenericFailure,
+            format!(
+                "the native job panicked: {}",
+                panic
+                    .message()
+                    .unwrap_or("(a payload that is not a string)")
+            ),
+        )),
+        Err(err) => {
+            let rejection = match (fired, err.cancel_reason()) {
+                (Some(value), _) => Error::from_unknown_without_coercion(value),
+                (None, Some(reason)) => signal::abort_error(env, reason),
+                (None, None) => Error::new(Status::GenericFailure, err.to_string()),
+            };
+            tethered::drop_contained(err);
+            Err(rejection)
+        }
+    }
+}
+
+/// Converts a closure's value on the JavaScript thread.
+pub(crate) fn convert<V: ToNapiValue + Send + 'static>(value: napi::Result<V>) -> Convert {
+    Box::new(move |env: &Env| Ok(value?.into_unknown(env)?.raw()))
+}

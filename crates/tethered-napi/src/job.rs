@@ -59,15 +59,19 @@ pub(crate) fn start<'env, T>(
     start: Start<'_>,
 ) -> napi::Result<PromiseRaw<'env, T>> {
     let signal = signal.map(Signal::read).transpose()?;
+    // Everything that may fail or run the caller's code comes before the promise exists, or
+    // settles it on the way out: a promise left pending would keep the event loop alive.
+    let aborted = match &signal {
+        Some(signal) if signal.aborted()? => Some(signal.reason()?),
+        _ => None,
+    };
     let Entry { id, root, running } = environment::enter(env)?;
     let (deferred, promise) = env.create_deferred::<sys::napi_value, Resolver>()?;
     let promise = PromiseRaw::new(env.raw(), promise.raw());
 
-    if let Some(signal) = &signal
-        && signal.aborted()?
-    {
+    if let Some(reason) = aborted {
         // As `fetch` does: an aborted signal rejects with its reason, and nothing starts.
-        deferred.reject(Error::from_unknown_without_coercion(signal.reason()?));
+        deferred.reject(Error::from_unknown_without_coercion(reason));
         return Ok(promise);
     }
 
@@ -84,17 +88,15 @@ pub(crate) fn start<'env, T>(
         source: source.clone(),
     });
 
-    if let Some(signal) = &signal {
-        let listening = shared.clone();
-        let listener =
-            env.create_function_from_closure::<(), (), _>("tetheredNapiAbort", move |ctx| {
-                // `this` is the signal the listener was added to.
-                let this = ctx.this::<Object<'_>>().ok();
-                listening.signal_fired(ctx.env, this);
-                Ok(())
-            })?;
-        signal.listen(env, &listener)?;
-        environment::keep_listener(env, id, signal, &listener)?;
+    if let Some(signal) = &signal
+        && let Err(err) = listen(env, &shared, signal)
+    {
+        // The caller gets the error, not the promise: settle it quietly (a rejection nothing
+        // handles would end the process).
+        if let Some(deferred) = shared.take() {
+            deferred.resolve(Box::new(|env: Env| Ok(().into_unknown(&env)?.raw())));
+        }
+        return Err(err);
     }
 
     let job = match (start.spawn)(&source) {
@@ -132,6 +134,23 @@ pub(crate) fn start<'env, T>(
     });
     driver.poll();
     Ok(promise)
+}
+
+/// Adds the job's abort listener to `signal`. The entry is kept first, so a listener that the
+/// signal calls at once (a hand-made signal may) finds it.
+fn listen(env: &Env, shared: &Arc<Shared>, signal: &Signal<'_>) -> napi::Result<()> {
+    let listening = shared.clone();
+    let listener =
+        env.create_function_from_closure::<(), (), _>("tetheredNapiAbort", move |ctx| {
+            // `this` is the signal the listener was added to.
+            let this = ctx.this::<Object<'_>>().ok();
+            listening.signal_fired(ctx.env, this);
+            Ok(())
+        })?;
+    environment::keep_listener(env, shared.id, signal, &listener)?;
+    signal.listen(env, &listener).inspect_err(|_| {
+        let _ = environment::release(env, shared.id);
+    })
 }
 
 /// What the job's promise side shares with the listener, the cancel callback and the driver.

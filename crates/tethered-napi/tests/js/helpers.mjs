@@ -3,9 +3,11 @@
 // running after its abort.
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
 
 const require = createRequire(import.meta.url);
-const path = process.env.TETHERED_NAPI_ADDON;
+
+const path = process.env.TETHERED_NAPI_ADDON && resolve(process.env.TETHERED_NAPI_ADDON);
 if (!path) {
   throw new Error('TETHERED_NAPI_ADDON is not set: run the suite with `cargo test -p tethered-napi`');
 }

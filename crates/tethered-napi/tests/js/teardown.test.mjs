@@ -51,14 +51,16 @@ test('process.exit() with jobs running cancels them with Shutdown and exits at o
   const child = runExit('exit');
   assert.equal(child.status, 3, `exit status ${child.status} (signal ${child.signal}):\n${child.stderr}`);
   assert.ok(child.took < 10_000, `exiting took ${child.took} ms`);
-  const reasons = JSON.parse(child.stdout.trim().split('\n').pop());
-  assert.deepEqual(reasons, Array(10).fill('Shutdown'));
+  const [late, stops] = child.stdout.trim().split('\n');
+  assert.deepEqual(JSON.parse(stops), Array(10).fill('Shutdown'));
+  assert.match(late, /the JavaScript environment is shutting down/);
 });
 
 test('the loop emptying with a stubborn job left ends the process cleanly', () => {
   const child = runExit('natural');
   assert.equal(child.status, 0, `exit status ${child.status} (signal ${child.signal}):\n${child.stderr}`);
   assert.ok(child.took < 10_000, `exiting took ${child.took} ms`);
-  const reasons = JSON.parse(child.stdout.trim().split('\n').pop());
-  assert.deepEqual(reasons, Array(10).fill('Custom(done here)'));
+  const [late, stops] = child.stdout.trim().split('\n');
+  assert.deepEqual(JSON.parse(stops), Array(10).fill('Custom(done here)'));
+  assert.match(late, /the JavaScript environment is shutting down/);
 });

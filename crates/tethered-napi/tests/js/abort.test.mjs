@@ -97,6 +97,7 @@ test('the joining variant rejects only after the closure returned', async () => 
   assert.deepEqual(stopReasons(), ['Custom(This operation was aborted)']);
   // Not cancelled, it resolves with the closure's value.
   assert.equal(typeof (await addon.spinJoined(5, new AbortController().signal)), 'number');
+  await naiveRunsOnAfterAbort((c) => c.abort());
 });
 
 test('one signal serves 100 jobs, and the caller\'s own onabort stays', async () => {

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use tethered::{CancelReason, CancelSource, WaitCancelled};
@@ -66,11 +67,21 @@ fn percent_encode(text: &str) -> String {
     out
 }
 
+/// How close to its deadline a dropped response future counts as stopped by the deadline.
+///
+/// A server may run its own deadline from the same `grpc-timeout` outside this layer (tonic's
+/// server always does), armed a moment before this layer's: when it fires, it drops this
+/// future just before this layer's own timer would cancel the token. Such a drop is the
+/// deadline, and the token reads `Timeout`, not `Dropped`.
+const DEADLINE_SLACK: Duration = Duration::from_millis(5);
+
 /// The response future of [`RequestTokenService`](crate::RequestTokenService).
 #[must_use = "futures do nothing unless polled"]
 pub struct ResponseFuture<F> {
     state: State<F>,
     protocol: Protocol,
+    /// When the request's deadline passes, if it has one.
+    deadline: Option<Instant>,
 }
 
 enum State<F> {
@@ -86,7 +97,12 @@ enum State<F> {
 }
 
 impl<F> ResponseFuture<F> {
-    pub(crate) fn new(inner: F, source: CancelSource, protocol: Protocol) -> Self {
+    pub(crate) fn new(
+        inner: F,
+        source: CancelSource,
+        protocol: Protocol,
+        deadline: Option<Instant>,
+    ) -> Self {
         ResponseFuture {
             state: State::Running {
                 inner: Box::pin(inner),
@@ -94,6 +110,7 @@ impl<F> ResponseFuture<F> {
                 source,
             },
             protocol,
+            deadline,
         }
     }
 
@@ -103,6 +120,7 @@ impl<F> ResponseFuture<F> {
                 "the request's deadline could not be armed (no timer thread: {err})"
             )),
             protocol,
+            deadline: None,
         }
     }
 }
@@ -149,8 +167,15 @@ where
 impl<F> Drop for ResponseFuture<F> {
     fn drop(&mut self) {
         if let State::Running { source, .. } = &self.state {
-            // Unfinished: the client went away (or middleware dropped the request).
-            source.cancel(CancelReason::Dropped);
+            // Unfinished: the client went away (or middleware dropped the request), or a
+            // deadline outside this layer fired (see `DEADLINE_SLACK`).
+            let reason = match self.deadline {
+                Some(deadline) if Instant::now() + DEADLINE_SLACK >= deadline => {
+                    CancelReason::Timeout
+                }
+                _ => CancelReason::Dropped,
+            };
+            source.cancel(reason);
         }
     }
 }

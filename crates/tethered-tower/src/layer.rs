@@ -1,7 +1,7 @@
 //! [`RequestTokenLayer`] and the service it makes, [`RequestTokenService`].
 
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{Request, Response};
 use tethered::{CancelSource, CancelToken};
@@ -20,14 +20,17 @@ use crate::token::RequestToken;
 /// - with `Timeout` at the request's deadline: its `grpc-timeout` header, the layer's
 ///   [`timeout`](Self::timeout), the shorter of the two. The response comes at the deadline,
 ///   not when the native work returns: gRPC's `DEADLINE_EXCEEDED` for a gRPC request (by its
-///   `content-type`), HTTP 504 otherwise;
+///   `content-type`), HTTP 504 otherwise. tonic's server runs its own deadline from the same
+///   header, outside the layer, and may answer first, with `CANCELLED` ("Timeout expired"):
+///   the response future dropped within a few milliseconds of its deadline cancels the token
+///   with `Timeout` too;
 /// - with the server token's reason (`Shutdown`, say) when it is cancelled; the response, if
 ///   the handler has not answered, is gRPC's `UNAVAILABLE` or HTTP 503.
 ///
 /// Jobs the handler spawns as children of the request's token get the reason.
 ///
 /// ```
-/// use std::time::Duration;
+/// use std::time::{Duration, Instant};
 /// use axum::{Router, routing::get};
 /// use tethered::CancelSource;
 /// use tethered_tower::{RequestToken, RequestTokenLayer};
@@ -111,6 +114,7 @@ where
             (header, configured) => header.or(configured),
         };
         let source: CancelSource = self.server.child();
+        let deadline_at = deadline.and_then(|deadline| Instant::now().checked_add(deadline));
         let timer = deadline.map(|deadline| source.cancel_after(deadline));
         if let Some(Err(err)) = timer {
             // No timer thread: the deadline could not be kept, so the request is refused
@@ -121,6 +125,6 @@ where
             .extensions_mut()
             .insert(RequestToken::new(source.token()));
         let inner = self.inner.call(request);
-        ResponseFuture::new(inner, source, protocol)
+        ResponseFuture::new(inner, source, protocol, deadline_at)
     }
 }

@@ -39,17 +39,22 @@
 //!     .layer(RequestTokenLayer::new(&server.token()).timeout(Duration::from_secs(5)));
 //! ```
 //!
-//! A call made on a request's behalf passes its deadline on with [`grpc_timeout`], so a
-//! deadline set at the edge travels every hop.
+//! A call made on a request's behalf, through a client wrapped in [`ClientTokenLayer`], passes
+//! on what is left of the request's deadline as `grpc-timeout` and stops with the request, so a
+//! deadline set at the edge travels every hop ([`grpc_timeout`] gives the header by itself).
+//!
+//! In tonic (feature `tonic`), a handler reads its token with [`RequestToken::from_tonic`].
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod client;
 mod deadline;
 mod future;
 mod layer;
 mod token;
 
+pub use client::{BoxError, CallFuture, ClientTokenLayer, ClientTokenService};
 pub use deadline::{GRPC_TIMEOUT, grpc_timeout, parse_grpc_timeout};
 pub use future::ResponseFuture;
 pub use layer::{RequestTokenLayer, RequestTokenService};

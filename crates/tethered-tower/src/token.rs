@@ -8,8 +8,8 @@ use tethered::CancelToken;
 /// at the request's deadline, `Shutdown` when the server's token is.
 ///
 /// Spawn the request's jobs as its children (`Builder::child_of(&token)`), so they stop with
-/// it, with the reason. In axum (feature `axum`) it is an extractor; in tonic, read it with
-/// `request.extensions().get::<RequestToken>()`.
+/// it, with the reason. In axum (feature `axum`) it is an extractor; in tonic (feature
+/// `tonic`), [`from_tonic`](Self::from_tonic) reads it from the handler's request.
 ///
 /// ```
 /// use http::Request;
@@ -44,6 +44,32 @@ impl RequestToken {
     /// The token the layer put in `extensions`, if it ran.
     pub fn from_extensions(extensions: &Extensions) -> Option<CancelToken> {
         extensions
+            .get::<RequestToken>()
+            .map(|token| token.0.clone())
+    }
+}
+
+#[cfg(feature = "tonic")]
+impl RequestToken {
+    /// The token the layer gave a tonic request, if the server runs the layer
+    /// (`Server::builder().layer(RequestTokenLayer::new(..))`): tonic hands the HTTP request's
+    /// extensions to the handler's request.
+    ///
+    /// ```
+    /// use tethered::CancelSource;
+    /// use tethered_tower::RequestToken;
+    ///
+    /// // What a handler gets: `async fn say(&self, request: tonic::Request<M>) -> ...`
+    /// let server = CancelSource::new();
+    /// let mut request = tonic::Request::new("hello");
+    /// request.extensions_mut().insert(RequestToken::new(server.token()));
+    ///
+    /// let token = RequestToken::from_tonic(&request).expect("the server runs the layer");
+    /// assert!(!token.is_cancelled());
+    /// ```
+    pub fn from_tonic<T>(request: &tonic::Request<T>) -> Option<CancelToken> {
+        request
+            .extensions()
             .get::<RequestToken>()
             .map(|token| token.0.clone())
     }

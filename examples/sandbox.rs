@@ -74,15 +74,15 @@ fn interpret(program: &[Op], token: &CancelToken) -> Outcome {
     let mut pc = 0;
     let mut steps: u64 = 0;
     loop {
-        if steps % CHECK_EVERY == 0 {
-            if let Some(reason) = token.reason() {
-                return Outcome::Cancelled {
-                    reason,
-                    steps,
-                    pc,
-                    top: stack.last().copied(),
-                };
-            }
+        if steps.is_multiple_of(CHECK_EVERY)
+            && let Some(reason) = token.reason()
+        {
+            return Outcome::Cancelled {
+                reason,
+                steps,
+                pc,
+                top: stack.last().copied(),
+            };
         }
         steps += 1;
         let Some(&op) = program.get(pc) else {

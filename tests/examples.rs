@@ -170,6 +170,18 @@ fn http_disconnect_stops_the_job_when_the_client_hangs_up() {
 
 #[cfg(unix)]
 #[test]
+fn grpc_deadline_stops_the_job_at_the_deadline_through_a_middle_hop() {
+    run("grpc_deadline", &[])
+        .assert_success()
+        .assert_prints("deadline 300 ms, client -> A -> B: the client got Err(")
+        .assert_prints("; B's job stopped with Timeout, ")
+        .assert_prints("client gave up after 200 ms: B's job stopped with Dropped, ")
+        .assert_prints("1 loop(s) still running")
+        .assert_prints("(the naive loop was cleaned up by hand)");
+}
+
+#[cfg(unix)]
+#[test]
 fn subprocess_terminates_kills_and_reaps_the_child() {
     run("subprocess", &[])
         .assert_success()

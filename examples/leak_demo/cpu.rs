@@ -28,10 +28,10 @@ impl ThreadTimes {
             let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
                 continue;
             };
-            if let Some((comm, used)) = parse_stat(&stat) {
-                if comm == name {
-                    ticks.insert(tid, used);
-                }
+            if let Some((comm, used)) = parse_stat(&stat)
+                && comm == name
+            {
+                ticks.insert(tid, used);
             }
         }
         Some(ThreadTimes { ticks })

@@ -32,7 +32,7 @@ pub(crate) fn run(program: &[Op], stop: impl Fn() -> bool) -> u64 {
     let mut pc = 0;
     let mut steps: u64 = 0;
     loop {
-        if steps % CHECK_EVERY == 0 && stop() {
+        if steps.is_multiple_of(CHECK_EVERY) && stop() {
             return steps;
         }
         steps += 1;

@@ -427,4 +427,40 @@ fn across_three_hosts_a_deadline_travels_through_the_middle_hop() {
         "three hosts, client deadline -> B's native stop: {}",
         summary(late)
     );
+
+    // The same hop to a naive B: the deadline reaches it, A resets its call, and B's
+    // spawn_blocking loop runs on.
+    let naive_b = Proc::start(&b, &["serve", "10.232.2.2:50052", "naive"]);
+    naive_b.expect("listening", Duration::from_secs(20));
+    let naive_a = Proc::start(&a, &["relay", "10.232.1.2:50052", "10.232.2.2:50052"]);
+    naive_a.expect("listening", Duration::from_secs(20));
+    let calls = Proc::start(&client, &["call", "10.232.1.2:50052", "deadline", "200"])
+        .finish(Duration::from_secs(30));
+    assert!(
+        calls.iter().any(|l| l.starts_with("result 1 ")),
+        "{calls:?}"
+    );
+    assert!(!calls.iter().any(|l| l == "result 1 Ok"), "{calls:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    // B is reached from A's namespace: the client's has no route to it.
+    let status = Proc::start(&a, &["status", "10.232.2.2:50052"]).finish(Duration::from_secs(30));
+    assert!(
+        status.iter().any(|l| l.starts_with("naive_running 1")),
+        "{status:?}"
+    );
+    // Clean up.
+    Proc::start(&a, &["stop-naive", "10.232.2.2:50052"]).finish(Duration::from_secs(30));
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status =
+            Proc::start(&a, &["status", "10.232.2.2:50052"]).finish(Duration::from_secs(30));
+        if status.iter().any(|l| l.starts_with("naive_running 0")) {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the naive loop did not end: {status:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

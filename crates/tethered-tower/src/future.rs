@@ -69,11 +69,15 @@ fn percent_encode(text: &str) -> String {
 
 /// How close to its deadline a dropped response future counts as stopped by the deadline.
 ///
-/// A server may run its own deadline from the same `grpc-timeout` outside this layer (tonic's
-/// server always does), armed a moment before this layer's: when it fires, it drops this
-/// future just before this layer's own timer would cancel the token. Such a drop is the
-/// deadline, and the token reads `Timeout`, not `Dropped`.
-const DEADLINE_SLACK: Duration = Duration::from_millis(5);
+/// The deadline of a `grpc-timeout` is kept on both sides, and not only by this layer: tonic's
+/// server runs its own, outside the layer, armed a moment before this one, and the client
+/// (tonic's channel does) drops the call at its deadline, which started when the request was
+/// sent, earlier than this layer's, which started when the request arrived. Either way the
+/// response future is dropped, by the deadline, just before this layer's own timer fires: by
+/// the request's transit and queueing time, a few milliseconds, more on a loaded machine. Such
+/// a drop is the deadline, and the token reads `Timeout`, not `Dropped`. A client that hangs up
+/// on its own this close to its deadline reads `Timeout` too.
+const DEADLINE_SLACK: Duration = Duration::from_millis(50);
 
 /// The response future of [`RequestTokenService`](crate::RequestTokenService).
 #[must_use = "futures do nothing unless polled"]

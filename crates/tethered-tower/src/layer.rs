@@ -21,9 +21,9 @@ use crate::token::RequestToken;
 ///   [`timeout`](Self::timeout), the shorter of the two. The response comes at the deadline,
 ///   not when the native work returns: gRPC's `DEADLINE_EXCEEDED` for a gRPC request (by its
 ///   `content-type`), HTTP 504 otherwise. tonic's server runs its own deadline from the same
-///   header, outside the layer, and may answer first, with `CANCELLED` ("Timeout expired"):
-///   the response future dropped within a few milliseconds of its deadline cancels the token
-///   with `Timeout` too;
+///   header, outside the layer, and may answer first, with `CANCELLED` ("Timeout expired"),
+///   and a tonic client resets its call at its deadline, which started earlier: a response
+///   future dropped within 50 ms of its deadline cancels the token with `Timeout` too;
 /// - with the server token's reason (`Shutdown`, say) when it is cancelled; the response, if
 ///   the handler has not answered, is gRPC's `UNAVAILABLE` or HTTP 503.
 ///

@@ -67,6 +67,12 @@ impl Hosts {
             return None;
         }
         let _ = ip(&["netns", "del", &probe]);
+        let (va, vb) = (format!("tv{tag}pa"), format!("tv{tag}pb"));
+        if let Err(why) = ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb]) {
+            eprintln!("skipped: veth pairs are not available here ({why})");
+            return None;
+        }
+        let _ = ip(&["link", "del", &va]);
         Some(Hosts {
             names: Vec::new(),
             links: 0,

@@ -146,6 +146,20 @@ test('a cancel from elsewhere (a scope) rejects at once with an AbortError namin
   assert.deepEqual(stopReasons(), ['Timeout']);
 });
 
+test('a cancel from another thread rejects at once too', async () => {
+  addon.takeStops();
+  const jobs = [track(addon.scoped(60_000)), track(addon.spinJoined(5))];
+  await running(1);
+  addon.cancelScopedFromThread(20);
+  await jobs[0].done;
+  assert.equal(jobs[0].error.name, 'AbortError');
+  assert.equal(jobs[0].error.message, 'the native job was cancelled: cancelled from another thread');
+  await jobs[1].done;
+  assert.equal(typeof jobs[1].value, 'number', 'a job outside the scope was touched');
+  await waitFor('the closure to return', () => addon.live() === 0, 1000);
+  assert.deepEqual(stopReasons(), ['Custom(cancelled from another thread)']);
+});
+
 test('an abort after the job finished changes nothing', async () => {
   const controller = new AbortController();
   assert.equal(await addon.add(2, 3, controller.signal), 5);

@@ -147,6 +147,16 @@ pub fn cancel_scoped(timeout: bool) {
     SCOPE.cancel_all(reason);
 }
 
+/// `cancelScopedFrom(afterMs)`: cancels every job of the scope from a thread of its own,
+/// `afterMs` from now, with a custom reason.
+#[napi]
+pub fn cancel_scoped_from_thread(after_ms: u32) {
+    std::thread::spawn(move || {
+        std::thread::sleep(ms(after_ms));
+        SCOPE.cancel_all(CancelReason::custom("cancelled from another thread"));
+    });
+}
+
 /// tethered's counters for this addon's jobs.
 #[napi(object)]
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! The state of one Node-API environment (the main thread's, or a `worker_threads` Worker's),
-//! kept on its JavaScript thread: the token every job of the environment descends from, the
-//! count of its running jobs, and the abort listeners its jobs keep on their signals.
+//! kept on its JavaScript thread: the token every job of the environment descends from, and
+//! the count of its running jobs. (The abort listeners on its signals are `listeners`'.)
 //!
 //! # Lifecycle
 //!
@@ -24,13 +24,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{
-    FnArgs, Function, FunctionRef, JsObjectValue, JsValue, Object, ObjectRef, Unknown,
-};
+use napi::bindgen_prelude::{FnArgs, Function, JsObjectValue, JsValue, Object, Unknown};
 use napi::{Env, Error, Status};
 use tethered::{CancelReason, CancelSource, CancelToken};
 
-use crate::signal::Signal;
+use crate::listeners;
 use crate::sync::{self, Condvar, Mutex};
 
 /// How long an environment's teardown waits for the jobs it cancelled to return: long enough
@@ -48,15 +46,6 @@ struct State {
     running: Arc<Running>,
     closed: bool,
     next_job: u64,
-    listeners: HashMap<u64, Listening>,
-}
-
-/// A job's abort listener, kept until its promise settles.
-struct Listening {
-    signal: ObjectRef<false>,
-    listener: FunctionRef<(), ()>,
-    /// The signal fired: its `reason` is what the promise rejects with.
-    aborted: bool,
 }
 
 /// What a job takes from its environment.
@@ -111,7 +100,6 @@ fn open(env: &Env, key: usize) -> napi::Result<()> {
                 running: Arc::new(Running::default()),
                 closed: false,
                 next_job: 0,
-                listeners: HashMap::new(),
             },
         )
     });
@@ -121,6 +109,7 @@ fn open(env: &Env, key: usize) -> napi::Result<()> {
     env.add_env_cleanup_hook(key, |key| {
         close(key);
         ENVIRONMENTS.with_borrow_mut(|all| all.remove(&key));
+        listeners::forget(key);
     })?;
     // `process.exit()` ends the process without tearing the environment down (no cleanup hook
     // runs), so its `exit` event stops the jobs too.
@@ -151,71 +140,6 @@ fn close(key: usize) {
     // Outside the thread-local's borrow: cancelling runs the jobs' callbacks.
     root.cancel(CancelReason::Shutdown);
     running.wait_idle(TEARDOWN_GRACE);
-}
-
-/// Keeps `listener` (on `signal`) for job `id` until [`release`] or [`aborted`] takes it.
-pub(crate) fn keep_listener(
-    env: &Env,
-    id: u64,
-    signal: &Signal<'_>,
-    listener: &Function<'_, (), ()>,
-) -> napi::Result<()> {
-    let listening = Listening {
-        signal: signal.object().create_ref()?,
-        listener: listener.create_ref()?,
-        aborted: false,
-    };
-    ENVIRONMENTS.with_borrow_mut(|all| {
-        if let Some(state) = all.get_mut(&key(env)) {
-            state.listeners.insert(id, listening);
-        }
-    });
-    Ok(())
-}
-
-/// Job `id`'s signal fired: the listener is gone (it was added with `once`), and the signal's
-/// `reason` is what its promise rejects with. With `forget`, the entry is dropped now (the
-/// caller rejects the promise itself); otherwise it stays for [`release`] to read.
-pub(crate) fn aborted(env: &Env, id: u64, forget: bool) {
-    let taken = ENVIRONMENTS.with_borrow_mut(|all| {
-        let state = all.get_mut(&key(env))?;
-        if forget {
-            state.listeners.remove(&id)
-        } else {
-            if let Some(listening) = state.listeners.get_mut(&id) {
-                listening.aborted = true;
-            }
-            None
-        }
-    });
-    if let Some(listening) = taken {
-        let _ = listening.signal.unref(env);
-        drop(listening.listener);
-    }
-}
-
-/// Job `id`'s promise settles: removes its listener from the signal (unless the signal
-/// fired), and gives the signal's `reason` if it fired.
-pub(crate) fn release<'env>(env: &'env Env, id: u64) -> Option<Unknown<'env>> {
-    let listening =
-        ENVIRONMENTS.with_borrow_mut(|all| all.get_mut(&key(env))?.listeners.remove(&id))?;
-    // The JavaScript calls run outside the thread-local's borrow: a signal's methods are the
-    // caller's code and may start jobs.
-    let signal = listening.signal.get_value(env).ok();
-    let mut reason = None;
-    if let (Some(signal), Ok(listener)) = (signal, listening.listener.borrow_back(env)) {
-        let signal = Signal::read(signal).ok();
-        if let Some(signal) = signal {
-            if listening.aborted {
-                reason = signal.reason().ok();
-            } else {
-                let _ = signal.unlisten(&listener);
-            }
-        }
-    }
-    let _ = listening.signal.unref(env);
-    drop(listening.listener);
-    reason
 }
 
 /// How many jobs of an environment are still to settle, for its teardown to wait on.

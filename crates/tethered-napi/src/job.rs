@@ -16,8 +16,8 @@
 //!
 //! 1. The slot's lock is held only to take the deferred: never while cancelling, dropping a
 //!    callback guard, or calling into JavaScript.
-//! 2. Every resolver releases the job's listener entry (`environment::release`), except the
-//!    listener's own rejection, which releases it before.
+//! 2. Every resolver releases the job from its signal's listener (`listeners::release`),
+//!    except the listener's own rejection, which releases it before.
 //! 3. The environment's running count goes down once per job, after its promise was handed
 //!    its outcome (or found settled), so a teardown waiting on it sees jobs that returned.
 
@@ -25,11 +25,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use napi::bindgen_prelude::{Object, PromiseRaw, ToNapiValue};
+use napi::bindgen_prelude::{Object, PromiseRaw, ToNapiValue, Unknown};
 use napi::{Env, Error, JsDeferred, JsValue, Status, sys};
 use tethered::{AbortableNative, CallbackGuard, CancelReason, CancelSource, NativeError};
 
 use crate::environment::{self, Entry, Running};
+use crate::listeners::{self, OnAbort};
 use crate::signal::{self, Signal};
 use crate::sync::{self, Mutex};
 
@@ -89,7 +90,7 @@ pub(crate) fn start<'env, T>(
     });
 
     if let Some(signal) = &signal
-        && let Err(err) = listen(env, &shared, signal)
+        && let Err(err) = listeners::listen(env, id, signal, shared.clone())
     {
         // The caller gets the error, not the promise: settle it quietly (a rejection nothing
         // handles would end the process).
@@ -102,7 +103,7 @@ pub(crate) fn start<'env, T>(
     let job = match (start.spawn)(&source) {
         Ok(job) => job,
         Err(err) => {
-            let _ = environment::release(env, id);
+            let _ = listeners::release(env, id);
             if let Some(deferred) = shared.take() {
                 deferred.reject(Error::new(
                     Status::GenericFailure,
@@ -136,23 +137,6 @@ pub(crate) fn start<'env, T>(
     Ok(promise)
 }
 
-/// Adds the job's abort listener to `signal`. The entry is kept first, so a listener that the
-/// signal calls at once (a hand-made signal may) finds it.
-fn listen(env: &Env, shared: &Arc<Shared>, signal: &Signal<'_>) -> napi::Result<()> {
-    let listening = shared.clone();
-    let listener =
-        env.create_function_from_closure::<(), (), _>("tetheredNapiAbort", move |ctx| {
-            // `this` is the signal the listener was added to.
-            let this = ctx.this::<Object<'_>>().ok();
-            listening.signal_fired(ctx.env, this);
-            Ok(())
-        })?;
-    environment::keep_listener(env, shared.id, signal, &listener)?;
-    signal.listen(env, &listener).inspect_err(|_| {
-        let _ = environment::release(env, shared.id);
-    })
-}
-
 /// What the job's promise side shares with the listener, the cancel callback and the driver.
 struct Shared {
     id: u64,
@@ -168,20 +152,33 @@ impl Shared {
         sync::lock(&self.slot).take()
     }
 
-    /// The signal's listener, on the JavaScript thread.
-    fn signal_fired(&self, env: &Env, signal: Option<Object<'_>>) {
-        let id = self.id;
-        let reason = signal
-            .and_then(|signal| Signal::read(signal).ok())
-            .and_then(|signal| signal.reason().ok());
+    /// The job was cancelled (unjoined jobs only): rejects the promise at once.
+    fn stopped(&self, reason: &CancelReason) {
+        let Some(deferred) = self.take() else {
+            return;
+        };
+        let (id, reason) = (self.id, reason.clone());
+        deferred.resolve(Box::new(move |env: Env| {
+            let fired = listeners::release(&env, id);
+            Err(match fired {
+                Some(value) => Error::from_unknown_without_coercion(value),
+                None => signal::abort_error(&env, &reason),
+            })
+        }));
+    }
+}
+
+impl OnAbort for Shared {
+    /// The signal fired (on the JavaScript thread): cancels the job with the signal's reason
+    /// and, unless joined, rejects with it now.
+    fn aborted(&self, env: &Env, reason: Option<Unknown<'_>>) {
         let cancel = reason
             .as_ref()
             .map_or(CancelReason::custom("aborted"), signal::cancel_reason);
-        if self.joined {
-            environment::aborted(env, id, false);
-        } else {
-            environment::aborted(env, id, true);
-            // Before the cancel, so the cancel's own callback finds the promise settled.
+        if !self.joined {
+            // Done with the signal: the promise settles here. Before the cancel, so the
+            // cancel's own callback finds the promise settled.
+            let _ = listeners::release(env, self.id);
             if let Some(deferred) = self.take() {
                 match reason {
                     Some(reason) => deferred.reject(Error::from_unknown_without_coercion(reason)),
@@ -190,21 +187,6 @@ impl Shared {
             }
         }
         self.source.cancel(cancel);
-    }
-
-    /// The job was cancelled (unjoined jobs only): rejects the promise at once.
-    fn stopped(&self, reason: &CancelReason) {
-        let Some(deferred) = self.take() else {
-            return;
-        };
-        let (id, reason) = (self.id, reason.clone());
-        deferred.resolve(Box::new(move |env: Env| {
-            let fired = environment::release(&env, id);
-            Err(match fired {
-                Some(value) => Error::from_unknown_without_coercion(value),
-                None => signal::abort_error(&env, &reason),
-            })
-        }));
     }
 }
 
@@ -264,7 +246,7 @@ fn settle(
     id: u64,
     outcome: Result<Convert, NativeError<Convert>>,
 ) -> napi::Result<sys::napi_value> {
-    let fired = environment::release(env, id);
+    let fired = listeners::release(env, id);
     match outcome {
         Ok(convert) => match tethered::catch_panic(|| convert(env)) {
             Ok(converted) => converted,

@@ -23,7 +23,8 @@
 //! ) -> napi::Result<PromiseRaw<'env, u32>> {
 //!     tethered_napi::spawn_native(env, signal, move |token| {
 //!         let mut steps = 0u32;
-//!         for _op in script.bytes().cycle() {
+//!         // At most 100 million steps, and no more once the token is cancelled.
+//!         for _op in script.bytes().cycle().take(100_000_000) {
 //!             steps += 1; // one step of the interpreter
 //!             if steps % 1_000 == 0 && token.is_cancelled() {
 //!                 break;
@@ -91,7 +92,8 @@
 //! - The closure runs off the JavaScript thread; its value is converted on it.
 //! - A promise settles once: the first of the signal, another cancel and the closure's return
 //!   settles it.
-//! - A finished job leaves no listener on its signal.
+//! - A finished job leaves no listener on its signal; jobs that share a signal share one
+//!   listener.
 //! - A panic in the closure (or in the conversion of its value) rejects the promise with an
 //!   `Error`; it never aborts the process.
 //! - Every closure counts in [`tethered::stats()`]`.running` until it returns. Each addon links
@@ -103,6 +105,7 @@
 mod builder;
 mod environment;
 mod job;
+mod listeners;
 mod output;
 mod signal;
 mod spawn;

@@ -38,7 +38,7 @@ impl<'env> Signal<'env> {
             Err(Error::new(
                 Status::InvalidArg,
                 "the signal must be an AbortSignal (an object with a boolean `aborted`, a \
-                 `reason`, `addEventListener` and `removeEventListener`), or undefined",
+                 `reason`, `addEventListener` and `removeEventListener`), or undefined or null",
             ))
         }
     }

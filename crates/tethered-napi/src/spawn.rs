@@ -18,8 +18,8 @@ use crate::output::IntoJsResult;
 ///   message; `AbortSignal.timeout(ms)` with [`CancelReason::Timeout`](tethered::CancelReason::Timeout).
 ///   `AbortSignal.any([...])` works as the signal it makes.
 /// - A signal aborted already rejects the promise with its reason, and `f` never runs.
-/// - One signal can serve any number of jobs: each adds its own listener (never `onabort`),
-///   and removes it when its promise settles.
+/// - One signal can serve any number of jobs: they share one `abort` listener (added with
+///   `addEventListener`, never `onabort`), which the last of them to settle removes.
 /// - Any other cancel (a [`Builder::child_of`] parent, a scope, the environment's teardown)
 ///   rejects the promise at once too, with a `DOMException` named `AbortError` (or
 ///   `TimeoutError` for a timeout) whose message names the reason.

@@ -100,14 +100,18 @@ test('the joining variant rejects only after the closure returned', async () => 
   await naiveRunsOnAfterAbort((c) => c.abort());
 });
 
-test('one signal serves 100 jobs, and the caller\'s own onabort stays', async () => {
+test('one signal serves 100 jobs with one listener, and the caller\'s own onabort stays', async () => {
   addon.takeStops();
+  const warnings = [];
+  const onWarning = (warning) => warnings.push(warning.name);
+  process.on('warning', onWarning);
   const controller = new AbortController();
   let ownHandler = 0;
   controller.signal.onabort = () => { ownHandler += 1; };
   const jobs = Array.from({ length: 100 }, () => track(addon.pulse(60_000, controller.signal)));
   await running(100);
-  assert.equal(getEventListeners(controller.signal, 'abort').length, 101);
+  // One listener of the addon's, beside the caller's onabort: no MaxListenersExceededWarning.
+  assert.equal(getEventListeners(controller.signal, 'abort').length, 2);
   controller.abort();
   await Promise.all(jobs.map((job) => job.done));
   for (const job of jobs) {
@@ -118,7 +122,33 @@ test('one signal serves 100 jobs, and the caller\'s own onabort stays', async ()
   assert.equal(stopReasons().length, 100);
   // What is left is the caller's own `onabort`.
   assert.equal(getEventListeners(controller.signal, 'abort').length, 1);
+  await sleep(10);
+  process.off('warning', onWarning);
+  assert.deepEqual(warnings.filter((name) => name === 'MaxListenersExceededWarning'), []);
   await naiveRunsOnAfterAbort((c) => c.abort());
+});
+
+test('jobs sharing a signal: the last one to settle removes the listener', async () => {
+  addon.takeStops();
+  const controller = new AbortController();
+  const quick = track(addon.add(1, 2, controller.signal));
+  const slow = [track(addon.spin(60_000, controller.signal)), track(addon.spinJoined(60_000, controller.signal))];
+  await quick.done;
+  assert.equal(quick.value, 3);
+  await running(2);
+  assert.equal(getEventListeners(controller.signal, 'abort').length, 1, 'the first to settle took the listener');
+  controller.abort();
+  await Promise.all(slow.map((job) => job.done));
+  for (const job of slow) {
+    assert.equal(job.error, controller.signal.reason);
+  }
+  await waitFor('the closures to return', () => addon.live() === 0, 1000);
+  assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
+  // A fresh job on another signal, and one more on a finished one, start clean.
+  const again = new AbortController();
+  assert.equal(await addon.add(2, 2, again.signal), 4);
+  assert.equal(getEventListeners(again.signal, 'abort').length, 0);
+  addon.takeStops();
 });
 
 test('a cancel from elsewhere (a scope) rejects at once with an AbortError naming it', async () => {

@@ -28,6 +28,8 @@ def test_loop_close_cancels_running_jobs_with_shutdown(capfd):
 
         handles = loop.run_until_complete(start())
         assert awaited.wait_started(RETURN_WITHIN) and bare.wait_started(RETURN_WITHIN)
+        # Started before the close, or the close cancels it before it runs and it never returns.
+        assert late.wait_started(RETURN_WITHIN)
         assert wait_until(lambda: naive.running, RETURN_WITHIN)
 
         loop.close()  # the loop is stopped with all four pending

@@ -100,7 +100,7 @@ impl<'a> Builder<'a> {
     ///
     /// # Errors
     ///
-    /// A `TypeError`-like error (`InvalidArg`) when `signal` is no `AbortSignal`; an error when
+    /// An `InvalidArg` error when `signal` is no `AbortSignal`; an error when
     /// the environment is shutting down or Node-API refuses a call. A spawner or scope that
     /// refuses the job rejects the promise instead.
     pub fn spawn<'env, F, R, M>(

@@ -29,6 +29,7 @@ use napi::{Env, Error, Status};
 use tethered::{CancelReason, CancelSource, CancelToken};
 
 use crate::listeners;
+use crate::signal;
 use crate::sync::{self, Condvar, Mutex};
 
 /// How long an environment's teardown waits for the jobs it cancelled to return: long enough
@@ -45,6 +46,8 @@ struct State {
     root: CancelSource,
     running: Arc<Running>,
     closed: bool,
+    /// The listener on `process`'s `exit` event is in.
+    exit_heard: bool,
     next_job: u64,
 }
 
@@ -67,9 +70,17 @@ fn key(env: &Env) -> usize {
 /// hooks of a first job could not be registered.
 pub(crate) fn enter(env: &Env) -> napi::Result<Entry> {
     let key = key(env);
-    let opened = ENVIRONMENTS.with_borrow(|all| all.contains_key(&key));
+    let (opened, exit_heard) = ENVIRONMENTS.with_borrow(|all| {
+        all.get(&key)
+            .map_or((false, false), |state| (true, state.exit_heard))
+    });
     if !opened {
         open(env, key)?;
+    }
+    if !exit_heard {
+        // Retried until it took: a first attempt may fail (a `process.on` the caller replaced
+        // that throws), and the jobs must still stop at `process.exit()`.
+        listen_for_exit(env, key)?;
     }
     ENVIRONMENTS.with_borrow_mut(|all| {
         let state = all
@@ -91,18 +102,8 @@ pub(crate) fn enter(env: &Env) -> napi::Result<Entry> {
     })
 }
 
+/// The environment's first job: its cleanup hook, then its state (only once the hook is in).
 fn open(env: &Env, key: usize) -> napi::Result<()> {
-    ENVIRONMENTS.with_borrow_mut(|all| {
-        all.insert(
-            key,
-            State {
-                root: CancelSource::new(),
-                running: Arc::new(Running::default()),
-                closed: false,
-                next_job: 0,
-            },
-        )
-    });
     // Before any promise of this environment exists: cleanup hooks run in reverse order of
     // registration, so this one runs after napi-rs's own hooks that retire each pending
     // promise's threadsafe function, and cancelling the jobs here settles nothing.
@@ -110,9 +111,26 @@ fn open(env: &Env, key: usize) -> napi::Result<()> {
         close(key);
         ENVIRONMENTS.with_borrow_mut(|all| all.remove(&key));
         listeners::forget(key);
+        signal::forget(key);
     })?;
-    // `process.exit()` ends the process without tearing the environment down (no cleanup hook
-    // runs), so its `exit` event stops the jobs too.
+    ENVIRONMENTS.with_borrow_mut(|all| {
+        all.insert(
+            key,
+            State {
+                root: CancelSource::new(),
+                running: Arc::new(Running::default()),
+                closed: false,
+                exit_heard: false,
+                next_job: 0,
+            },
+        )
+    });
+    Ok(())
+}
+
+/// `process.exit()` ends the process without tearing the environment down (no cleanup hook
+/// runs), so the process's `exit` event stops the jobs too.
+fn listen_for_exit(env: &Env, key: usize) -> napi::Result<()> {
     let on_exit = env.create_function_from_closure::<(), (), _>("tetheredNapiExit", move |_| {
         close(key);
         Ok(())
@@ -121,6 +139,11 @@ fn open(env: &Env, key: usize) -> napi::Result<()> {
     let on: Function<'_, FnArgs<(&str, Unknown<'_>)>, Unknown<'_>> =
         process.get_named_property("on")?;
     on.apply(process, FnArgs::from(("exit", on_exit.to_unknown())))?;
+    ENVIRONMENTS.with_borrow_mut(|all| {
+        if let Some(state) = all.get_mut(&key) {
+            state.exit_heard = true;
+        }
+    });
     Ok(())
 }
 

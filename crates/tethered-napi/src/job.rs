@@ -25,13 +25,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use napi::bindgen_prelude::{Object, PromiseRaw, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{Object, PromiseRaw, ToNapiValue};
 use napi::{Env, Error, JsDeferred, JsValue, Status, sys};
 use tethered::{AbortableNative, CallbackGuard, CancelReason, CancelSource, NativeError};
 
 use crate::environment::{self, Entry, Running};
 use crate::listeners::{self, OnAbort};
-use crate::signal::{self, Signal};
+use crate::signal::{self, Reason, Signal};
 use crate::sync::{self, Mutex};
 
 /// What a finished closure leaves behind: its value, converted on the JavaScript thread.
@@ -87,16 +87,20 @@ pub(crate) fn start<'env, T>(
         joined: start.joined,
         slot: Mutex::new(Some(deferred)),
         source: source.clone(),
+        signal_won: Mutex::new(None),
     });
 
     if let Some(signal) = &signal
         && let Err(err) = listeners::listen(env, id, signal, shared.clone())
     {
+        let Some(deferred) = shared.take() else {
+            // The signal fired while its listener was being added, and the promise rejected
+            // with its reason: that is the call's outcome (the job never starts).
+            return Ok(promise);
+        };
         // The caller gets the error, not the promise: settle it quietly (a rejection nothing
         // handles would end the process).
-        if let Some(deferred) = shared.take() {
-            deferred.resolve(Box::new(|env: Env| Ok(().into_unknown(&env)?.raw())));
-        }
+        deferred.resolve(Box::new(|env: Env| Ok(().into_unknown(&env)?.raw())));
         return Err(err);
     }
 
@@ -145,6 +149,8 @@ struct Shared {
     slot: Mutex<Option<Deferred>>,
     /// The job's parent.
     source: CancelSource,
+    /// The reason the signal cancelled the job with, if that cancel came before any other.
+    signal_won: Mutex<Option<CancelReason>>,
 }
 
 impl Shared {
@@ -171,22 +177,27 @@ impl Shared {
 impl OnAbort for Shared {
     /// The signal fired (on the JavaScript thread): cancels the job with the signal's reason
     /// and, unless joined, rejects with it now.
-    fn aborted(&self, env: &Env, reason: Option<Unknown<'_>>) {
-        let cancel = reason
-            .as_ref()
-            .map_or(CancelReason::custom("aborted"), signal::cancel_reason);
+    fn aborted(&self, env: &Env, reason: Option<&Reason<'_>>) {
+        let cancel = reason.map_or(CancelReason::custom("aborted"), |reason| {
+            reason.cancel.clone()
+        });
         if !self.joined {
             // Done with the signal: the promise settles here. Before the cancel, so the
             // cancel's own callback finds the promise settled.
             let _ = listeners::release(env, self.id);
             if let Some(deferred) = self.take() {
                 match reason {
-                    Some(reason) => deferred.reject(Error::from_unknown_without_coercion(reason)),
+                    Some(reason) => {
+                        deferred.reject(Error::from_unknown_without_coercion(reason.value));
+                    }
                     None => deferred.reject(signal::abort_error(env, &cancel)),
                 }
             }
         }
-        self.source.cancel(cancel);
+        if self.source.cancel(cancel.clone()) {
+            // The signal's cancel came first: a joined promise rejects with its reason.
+            *sync::lock(&self.signal_won) = Some(cancel);
+        }
     }
 }
 
@@ -227,14 +238,16 @@ impl Driver {
         // Outside every lock of the job (invariant 1).
         let links = std::mem::take(&mut *sync::lock(&self.links));
         drop(links);
-        match self.shared.take() {
-            Some(deferred) => {
-                let id = self.shared.id;
-                deferred.resolve(Box::new(move |env: Env| settle(&env, id, outcome)));
-            }
-            // Settled already (the signal fired, or a cancel rejected it): what the closure
-            // returned is user data whose drop may panic.
-            None => tethered::drop_contained(outcome),
+        // What the closure returned is user data whose drop may panic: contained wherever it
+        // is dropped (here, on the JavaScript thread, or inside napi-rs when the environment
+        // went and the resolver is dropped unrun).
+        let outcome = Contained(Some(outcome));
+        if let Some(deferred) = self.shared.take() {
+            let shared = self.shared.clone();
+            deferred.resolve(Box::new(move |env: Env| settle(&env, &shared, outcome)));
+        } else {
+            // Settled already (the signal fired, or a cancel rejected it).
+            drop(outcome);
         }
         self.running.finished();
     }
@@ -243,10 +256,17 @@ impl Driver {
 /// The promise's outcome, on the JavaScript thread.
 fn settle(
     env: &Env,
-    id: u64,
-    outcome: Result<Convert, NativeError<Convert>>,
+    shared: &Shared,
+    mut outcome: Contained<Result<Convert, NativeError<Convert>>>,
 ) -> napi::Result<sys::napi_value> {
-    let fired = listeners::release(env, id);
+    let fired = listeners::release(env, shared.id);
+    let signal_won = sync::lock(&shared.signal_won).clone();
+    let Some(outcome) = outcome.0.take() else {
+        return Err(Error::new(
+            Status::GenericFailure,
+            "the job's outcome is gone",
+        ));
+    };
     match outcome {
         Ok(convert) => match tethered::catch_panic(|| convert(env)) {
             Ok(converted) => converted,
@@ -270,13 +290,27 @@ fn settle(
             ),
         )),
         Err(err) => {
+            // The signal's reason only if the signal's cancel is the one the job saw.
             let rejection = match (fired, err.cancel_reason()) {
-                (Some(value), _) => Error::from_unknown_without_coercion(value),
-                (None, Some(reason)) => signal::abort_error(env, reason),
-                (None, None) => Error::new(Status::GenericFailure, err.to_string()),
+                (Some(value), Some(reason)) if signal_won.as_ref() == Some(reason) => {
+                    Error::from_unknown_without_coercion(value)
+                }
+                (_, Some(reason)) => signal::abort_error(env, reason),
+                (_, None) => Error::new(Status::GenericFailure, err.to_string()),
             };
             tethered::drop_contained(err);
             Err(rejection)
+        }
+    }
+}
+
+/// A value whose drop is contained ([`tethered::drop_contained`]) wherever it happens.
+struct Contained<T>(Option<T>);
+
+impl<T> Drop for Contained<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            tethered::drop_contained(value);
         }
     }
 }

@@ -83,9 +83,11 @@
 //! `process.exit()` path runs no cleanup hook). Either one cancels every running job of the
 //! environment with [`CancelReason::Shutdown`] and waits up to 100 ms for them to return, so
 //! that closures that check their token finish before the thread or the process goes. After
-//! that, no job starts in that environment, and nothing calls into it: a closure that ignores
-//! its token keeps its thread (counted in [`tethered::stats()`]`.running` until it returns),
-//! and its value is dropped on that thread.
+//! that, no job starts in that environment. A closure that ignores its token keeps its thread
+//! (counted in [`tethered::stats()`]`.running` until it returns), and what it returns never
+//! reaches a torn-down environment: napi-rs retires each promise's threadsafe function in the
+//! teardown, and the outcome is dropped (on `process.exit()`, where the environment is not torn
+//! down, an outcome queued during the grace is dropped with the exiting process).
 //!
 //! # Guarantees
 //!

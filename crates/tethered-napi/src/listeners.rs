@@ -32,12 +32,12 @@ use napi::bindgen_prelude::{
 };
 use napi::{Env, ValueType};
 
-use crate::signal::Signal;
+use crate::signal::{self, Reason, Signal};
 
 /// What a job does when its signal fires, on the environment's thread.
 pub(crate) trait OnAbort {
-    /// The signal fired with `reason` (`None` if it could not be read).
-    fn aborted(&self, env: &Env, reason: Option<Unknown<'_>>);
+    /// The signal fired with `reason` (`None` only if Node-API failed to read it).
+    fn aborted(&self, env: &Env, reason: Option<&Reason<'_>>);
 }
 
 thread_local! {
@@ -141,11 +141,9 @@ fn fired(env: &Env, env_key: usize, id: u64, this: Option<Object<'_>>) {
     let Some(jobs) = found else {
         return;
     };
-    let reason = this
-        .and_then(|signal| Signal::read(signal).ok())
-        .and_then(|signal| signal.reason().ok());
+    let reason = this.and_then(|signal| signal::inspect(env, &signal));
     for (_, job) in jobs {
-        job.aborted(env, reason);
+        job.aborted(env, reason.as_ref());
     }
 }
 
@@ -175,21 +173,21 @@ pub(crate) fn release<'env>(env: &'env Env, job: u64) -> Option<Unknown<'env>> {
         ))
     });
     let (id, signal, fired, last, map) = taken?;
-    // JavaScript runs from here on, with no borrow held.
-    let signal = signal.and_then(|signal| Signal::read(signal).ok());
+    // JavaScript runs from here on, with no borrow held, and none of it can leave an
+    // exception pending (see `signal::HELPERS`).
     let reason = match (&signal, fired) {
-        (Some(signal), true) => signal.reason().ok(),
+        (Some(signal), true) => signal::inspect(env, signal).map(|reason| reason.value),
         _ => None,
     };
     if let Some(entry) = last {
         if let Some(signal) = &signal {
             if !fired && let Ok(listener) = entry.listener.borrow_back(env) {
-                let _ = signal.unlisten(&listener);
+                signal::unlisten(env, signal, &listener);
             }
             if let Some(map) = &map
-                && map_get(map, signal.object()).ok().flatten() == Some(id)
+                && map_get(map, signal).ok().flatten() == Some(id)
             {
-                let _ = map_delete(map, signal.object());
+                let _ = map_delete(map, signal);
             }
         }
         let _ = entry.signal.unref(env);

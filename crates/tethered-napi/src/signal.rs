@@ -6,8 +6,11 @@
 //! Also the other direction: the error a promise rejects with when something other than the
 //! signal cancelled its job (a `DOMException`, as the platform's aborted operations reject).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use napi::bindgen_prelude::{
-    FnArgs, Function, JsObjectValue, JsValue, Object, ToNapiValue, Unknown,
+    FnArgs, Function, JsObjectValue, JsValue, Object, ObjectRef, ToNapiValue, Unknown,
 };
 use napi::{Env, Error, Status, ValueType};
 use tethered::CancelReason;
@@ -18,7 +21,7 @@ pub(crate) struct Signal<'env> {
 }
 
 impl<'env> Signal<'env> {
-    /// The signal, or a `TypeError` naming what was passed instead.
+    /// The signal, or an `InvalidArg` error saying what a signal must be.
     pub(crate) fn read(object: Object<'env>) -> napi::Result<Signal<'env>> {
         let looks_right = ["addEventListener", "removeEventListener"]
             .iter()
@@ -55,71 +58,118 @@ impl<'env> Signal<'env> {
         self.object.get_named_property::<Unknown<'env>>("reason")
     }
 
-    /// `signal.addEventListener("abort", listener, { once: true })`.
+    /// `signal.addEventListener("abort", listener, { once: true })`; what it throws is the
+    /// `Err`, and left pending nowhere.
     pub(crate) fn listen(&self, env: &Env, listener: &Function<'_, (), ()>) -> napi::Result<()> {
-        let add: Function<'_, FnArgs<(&str, Unknown<'_>, Object<'_>)>, Unknown<'_>> =
-            self.object.get_named_property("addEventListener")?;
-        let mut options = Object::new(env)?;
-        options.set_named_property("once", true)?;
-        add.apply(
-            self.object,
-            FnArgs::from(("abort", listener.to_unknown(), options)),
-        )?;
-        Ok(())
-    }
-
-    /// `signal.removeEventListener("abort", listener)`.
-    pub(crate) fn unlisten(&self, listener: &Function<'_, (), ()>) -> napi::Result<()> {
-        let remove: Function<'_, FnArgs<(&str, Unknown<'_>)>, Unknown<'_>> =
-            self.object.get_named_property("removeEventListener")?;
-        remove.apply(self.object, FnArgs::from(("abort", listener.to_unknown())))?;
+        let helpers = helpers(env)?;
+        let listen: Function<'_, FnArgs<(Object<'_>, Unknown<'_>)>, Unknown<'_>> =
+            helpers.get_named_property("listen")?;
+        listen.call(FnArgs::from((self.object, listener.to_unknown())))?;
         Ok(())
     }
 }
 
-/// The job's cancel reason for a signal's `reason`: `Timeout` for a `TimeoutError`
-/// (`AbortSignal.timeout(ms)`), otherwise a custom reason carrying the reason's message (or
-/// its text, for a reason that is no `Error`).
-pub(crate) fn cancel_reason(reason: &Unknown<'_>) -> CancelReason {
-    let object = match reason.get_type() {
-        Ok(ValueType::Object) => reason.coerce_to_object().ok(),
-        _ => None,
-    };
-    if let Some(object) = &object {
-        if string_property(object, "name").as_deref() == Some("TimeoutError") {
-            return CancelReason::Timeout;
-        }
-        if let Some(message) = string_property(object, "message") {
-            return CancelReason::custom(message);
-        }
+/// Code run in JavaScript, where a `try` can contain what the caller's objects throw: a
+/// `reason` whose getters, `message` or conversion to text throw (`Object.create(null)`, a
+/// revoked `Proxy`), or a hand-made signal whose `reason` or `removeEventListener` throws. An
+/// exception that Node-API leaves pending would fail every later call of the listener or
+/// resolver and then end the process as an uncaught exception; these never throw, but
+/// `listen`, whose error is the caller's to see, does. They are called with napi-rs's
+/// `Function::call`, which takes a thrown exception into its `Err` and leaves none pending.
+const HELPERS: &str = r#"
+return {
+  inspect(signal) {
+    let reason;
+    try { reason = signal.reason; } catch (thrown) { reason = thrown; }
+    let timeout = false;
+    let text;
+    try {
+      if (reason !== null && typeof reason === 'object') {
+        timeout = reason.name === 'TimeoutError';
+        if (typeof reason.message === 'string') text = reason.message;
+      }
+      if (text === undefined) text = String(reason);
+    } catch (_) {
+      text = 'aborted (with a reason that has no text)';
     }
-    let text = match reason.get_type() {
-        // `String(symbol)` throws: a symbol's text is its description, which JavaScript alone
-        // reads; say what it was instead.
-        Ok(ValueType::Symbol) => None,
-        _ => reason
-            .coerce_to_string()
-            .and_then(|text| text.into_utf8())
-            .and_then(|text| text.into_owned())
-            .ok(),
-    };
-    CancelReason::custom(text.unwrap_or_else(|| "aborted (with a reason that has no text)".into()))
+    return [reason, timeout, text];
+  },
+  unlisten(signal, listener) {
+    try { signal.removeEventListener('abort', listener); } catch (_) {}
+  },
+  listen(signal, listener) {
+    signal.addEventListener('abort', listener, { once: true });
+  },
+};
+"#;
+
+thread_local! {
+    /// The helpers of each environment of this thread, by its `napi_env` address.
+    static COMPILED: RefCell<HashMap<usize, ObjectRef<false>>> = RefCell::new(HashMap::new());
 }
 
-fn string_property(object: &Object<'_>, name: &str) -> Option<String> {
-    let value = object.get_named_property::<Unknown<'_>>(name).ok()?;
-    if value.get_type().ok()? != ValueType::String {
-        return None;
+/// The environment's helpers, compiled on first use.
+fn helpers<'env>(env: &'env Env) -> napi::Result<Object<'env>> {
+    let key = env.raw() as usize;
+    if let Some(known) =
+        COMPILED.with_borrow(|all| all.get(&key).map(|helpers| helpers.get_value(env)))
+    {
+        return known;
     }
-    value
-        .coerce_to_string()
-        .and_then(|text| text.into_utf8())
-        .and_then(|text| text.into_owned())
-        .ok()
+    let helpers: Object<'env> = env.run_script(format!("(() => {{{HELPERS}}})()"))?;
+    let kept = helpers.create_ref()?;
+    COMPILED.with_borrow_mut(|all| all.insert(key, kept));
+    Ok(helpers)
+}
+
+/// Forgets an environment's helpers (its teardown).
+pub(crate) fn forget(env_key: usize) {
+    let gone = COMPILED.with_borrow_mut(|all| all.remove(&env_key));
+    drop(gone);
+}
+
+/// A fired signal's `reason`, and the job's cancel reason for it.
+pub(crate) struct Reason<'env> {
+    /// `signal.reason` (or what reading it threw).
+    pub(crate) value: Unknown<'env>,
+    /// `Timeout` for a `TimeoutError` (`AbortSignal.timeout(ms)`), otherwise a custom reason
+    /// carrying the reason's `message`, or its text (`String(reason)`).
+    pub(crate) cancel: CancelReason,
+}
+
+/// Reads `signal`'s reason; `None` only if Node-API itself failed.
+pub(crate) fn inspect<'env>(env: &'env Env, signal: &Object<'_>) -> Option<Reason<'env>> {
+    let helpers = helpers(env).ok()?;
+    let inspect: Function<'_, FnArgs<(Object<'_>,)>, Object<'_>> =
+        helpers.get_named_property("inspect").ok()?;
+    let found = inspect.call(FnArgs::from((*signal,))).ok()?;
+    let value: Unknown<'_> = found.get_element(0).ok()?;
+    let timeout: bool = found.get_element(1).ok()?;
+    let text: String = found.get_element(2).ok()?;
+    Some(Reason {
+        value: value.into_unknown(env).ok()?,
+        cancel: if timeout {
+            CancelReason::Timeout
+        } else {
+            CancelReason::custom(text)
+        },
+    })
+}
+
+/// `signal.removeEventListener("abort", listener)`, whatever the signal throws.
+pub(crate) fn unlisten(env: &Env, signal: &Object<'_>, listener: &Function<'_, (), ()>) {
+    let Ok(helpers) = helpers(env) else {
+        return;
+    };
+    let unlisten: napi::Result<Function<'_, FnArgs<(Object<'_>, Unknown<'_>)>, Unknown<'_>>> =
+        helpers.get_named_property("unlisten");
+    if let Ok(unlisten) = unlisten {
+        let _ = unlisten.call(FnArgs::from((*signal, listener.to_unknown())));
+    }
 }
 
 /// What a promise rejects with when its job was cancelled by something other than its signal
-/// (a parent token, a scope, the environment's teardown): a `DOMException` named
+/// (a parent token, a scope): a `DOMException` named
 /// `TimeoutError` for [`CancelReason::Timeout`] and `AbortError` otherwise, as the platform's
 /// aborted operations reject, whose message names the reason.
 pub(crate) fn abort_error(env: &Env, reason: &CancelReason) -> Error {

@@ -14,15 +14,16 @@ use crate::output::IntoJsResult;
 ///
 /// - `f` gets the job's [`CancelToken`]: `token.is_cancelled()` is one atomic load, so a loop
 ///   can check it every step and return when it reads `true`.
-/// - `signal.abort(reason)` cancels the token with a custom reason carrying the reason's
-///   message; `AbortSignal.timeout(ms)` with [`CancelReason::Timeout`](tethered::CancelReason::Timeout).
+/// - `controller.abort(reason)` cancels the token with a custom reason carrying the reason's
+///   `message` (or its text); `AbortSignal.timeout(ms)` with [`CancelReason::Timeout`](tethered::CancelReason::Timeout).
 ///   `AbortSignal.any([...])` works as the signal it makes.
 /// - A signal aborted already rejects the promise with its reason, and `f` never runs.
 /// - One signal can serve any number of jobs: they share one `abort` listener (added with
 ///   `addEventListener`, never `onabort`), which the last of them to settle removes.
-/// - Any other cancel (a [`Builder::child_of`] parent, a scope, the environment's teardown)
-///   rejects the promise at once too, with a `DOMException` named `AbortError` (or
-///   `TimeoutError` for a timeout) whose message names the reason.
+/// - Any other cancel (a [`Builder::child_of`] parent, a scope) rejects the promise at once
+///   too, with a `DOMException` named `AbortError` (or `TimeoutError` for a timeout) whose
+///   message names the reason. The environment's teardown cancels the job with `Shutdown` and
+///   settles nothing (nothing is left to see the promise).
 /// - `f`'s value resolves the promise; an `Err` (see [`IntoJsResult`]) rejects it with an
 ///   `Error`, and a panic with an `Error` whose message is the panic's, never an abort of the
 ///   process.

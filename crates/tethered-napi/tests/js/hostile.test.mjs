@@ -117,3 +117,77 @@ test('abort at once, from inside another job\'s settle, and from a microtask', a
   await waitFor('the closures to return', () => addon.live() === 0, 1000);
   addon.takeStops();
 });
+
+test('reasons that throw when read or turned to text never end the process', async () => {
+  const revocable = Proxy.revocable({}, {});
+  revocable.revoke();
+  const throwingMessage = { get message() { throw new Error('no message for you'); } };
+  const cases = [
+    [Object.create(null), 'Custom(aborted (with a reason that has no text))'],
+    [throwingMessage, 'Custom(aborted (with a reason that has no text))'],
+    [revocable.proxy, 'Custom(aborted (with a reason that has no text))'],
+    [Symbol('why'), 'Custom(Symbol(why))'],
+    [{ [Symbol.toPrimitive]() { throw new Error('no'); } }, 'Custom(aborted (with a reason that has no text))'],
+  ];
+  for (const [reason, seen] of cases) {
+    for (const run of [addon.spin, addon.spinJoined]) {
+      addon.takeStops();
+      const controller = new AbortController();
+      const job = track(run(60_000, controller.signal));
+      await waitFor('the closure to run', () => addon.live() === 1);
+      controller.abort(reason);
+      await job.done;
+      assert.equal(job.error, reason);
+      await waitFor('the closure to return', () => addon.live() === 0, 1000);
+      assert.deepEqual(stopReasons(), [seen]);
+    }
+  }
+});
+
+test('a hand-made signal whose reason or removeEventListener throws', async () => {
+  // Its reason throws when read: a joined job reads it when it settles, and rejects with what
+  // was thrown.
+  const thrown = new Error('no reason for you');
+  const signal = handMade();
+  Object.defineProperty(signal, 'reason', { get() { throw thrown; } });
+  const job = track(addon.spinJoined(60_000, signal));
+  await waitFor('the closure to run', () => addon.live() === 1);
+  signal.dispatchEvent(new Event('abort'));
+  await job.done;
+  assert.equal(job.error, thrown);
+  await waitFor('the closure to return', () => addon.live() === 0, 1000);
+  addon.takeStops();
+
+  // Its removeEventListener throws: a job that finishes still resolves.
+  const stubborn = handMade({ removeEventListener() { throw new Error('stuck'); } });
+  assert.equal(await addon.add(20, 22, stubborn), 42);
+});
+
+test('a signal that fires while its listener is added, then throws: the call rejects', async () => {
+  const reason = new Error('fired, then threw');
+  const signal = handMade({
+    addEventListener(type, listener, options) {
+      EventTarget.prototype.addEventListener.call(this, type, listener, options);
+      this.aborted = true;
+      this.reason = reason;
+      this.dispatchEvent(new Event('abort'));
+      throw new Error('and then threw');
+    },
+  });
+  await assert.rejects(addon.spin(60_000, signal), (err) => err === reason);
+  assert.equal(addon.live(), 0);
+});
+
+test('a joined job cancelled by its scope first rejects with the scope\'s reason, not the signal\'s', async () => {
+  addon.takeStops();
+  const controller = new AbortController();
+  const job = track(addon.scopedJoined(60_000, controller.signal));
+  await waitFor('the closure to run', () => addon.live() === 1);
+  addon.cancelScoped(false);
+  controller.abort(new Error('too late'));
+  await job.done;
+  assert.equal(job.error.name, 'AbortError');
+  assert.equal(job.error.message, 'the native job was cancelled: the scope was cancelled');
+  await waitFor('the closure to return', () => addon.live() === 0, 1000);
+  assert.deepEqual(stopReasons(), ['Custom(the scope was cancelled)']);
+});

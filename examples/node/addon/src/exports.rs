@@ -136,6 +136,18 @@ pub fn scoped<'env>(
         .spawn(env, signal, move |token| work::spin(&token, ms(max_ms)))
 }
 
+/// `scopedJoined(maxMs, signal?)`: `spinJoined` in the addon's scope.
+#[napi(ts_return_type = "Promise<number>")]
+pub fn scoped_joined<'env>(
+    env: &'env Env,
+    max_ms: u32,
+    signal: Option<Object<'env>>,
+) -> napi::Result<PromiseRaw<'env, u32>> {
+    tethered_napi::Builder::new()
+        .scope(&SCOPE)
+        .spawn_joined(env, signal, move |token| work::spin(&token, ms(max_ms)))
+}
+
 /// `cancelScoped(timeout)`: cancels every job of the scope, with `Timeout` or a custom reason.
 #[napi]
 pub fn cancel_scoped(timeout: bool) {

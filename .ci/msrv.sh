@@ -11,7 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-msrv=$(sed -n 's/^rust-version = "\([0-9.]*\)"$/\1/p' Cargo.toml)
+# The workspace's `rust-version` (in `[workspace.package]`; the unpublished root package declares
+# its own, for the examples).
+msrv=$(awk '/^\[/ { section = $0 } section == "[workspace.package]" && /^rust-version = / { gsub(/"/, "", $3); print $3 }' Cargo.toml)
 [ -n "$msrv" ] || { echo "msrv: no rust-version in the root Cargo.toml" >&2; exit 1; }
 # The Debian version that carries this Rust; bump both together.
 debian_version="1.85.0+dfsg3-1~deb12u3"

@@ -88,8 +88,9 @@ async fn a_client_deadline_stops_the_job_with_timeout_and_is_answered_at_the_dea
     )
     .await;
     let answered = started.elapsed();
-    // The layer answers DEADLINE_EXCEEDED; tonic's server runs its own deadline from the same
-    // header, outside the layer, and answers CANCELLED when it fires first.
+    // The layer answers DEADLINE_EXCEEDED; tonic runs its own deadline from the same header on
+    // both sides (its channel, and its server outside the layer), and answers CANCELLED when it
+    // fires first.
     let code = result.map(|_| ()).map_err(|s| s.code());
     assert!(
         matches!(code, Err(Code::DeadlineExceeded | Code::Cancelled)),
@@ -245,4 +246,51 @@ async fn a_deadline_travels_through_a_middle_hop_and_a_cancel_does_too() {
     assert_eq!(stop[2], "Dropped");
     a.source.cancel(CancelReason::Shutdown);
     b.source.cancel(CancelReason::Shutdown);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_stopped_by_its_token_fails_with_the_grpc_status_of_its_reason() {
+    let mut server = start(Mode::Tethered).await;
+    let channel = connect(&server.addr).await.unwrap();
+    for (reason, code) in [
+        (CancelReason::Dropped, Code::Cancelled),
+        (CancelReason::Timeout, Code::DeadlineExceeded),
+    ] {
+        let caller = CancelSource::new();
+        let call = tokio::spawn(call_spin(
+            channel.clone(),
+            spin(1),
+            None,
+            Some(caller.token()),
+        ));
+        next(&mut server, "start").await;
+        caller.cancel(reason.clone());
+        let result = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("answered")
+            .expect("the call's task ran");
+        let status = result.expect_err("the call was stopped");
+        assert_eq!(status.code(), code, "{status:?}");
+        assert!(
+            status.message().starts_with("the call was stopped: "),
+            "{status:?}"
+        );
+        // The call's stream was reset: the server's job went with it.
+        let stop = next(&mut server, "stop").await;
+        assert_eq!(stop[2], "Dropped");
+    }
+
+    // A token cancelled already: the call is never sent.
+    let caller = CancelSource::new();
+    caller.cancel(CancelReason::Shutdown);
+    let status = call_spin(channel.clone(), spin(2), None, Some(caller.token()))
+        .await
+        .expect_err("stopped before it was sent");
+    assert_eq!(status.code(), Code::Cancelled);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        server.reports.try_recv().is_err(),
+        "the call reached the server"
+    );
+    server.source.cancel(CancelReason::Shutdown);
 }

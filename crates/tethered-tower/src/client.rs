@@ -15,9 +15,11 @@ use crate::deadline::{GRPC_TIMEOUT, grpc_timeout, parse_grpc_timeout};
 use crate::future::Protocol;
 use crate::token::RequestToken;
 
-/// The errors of a [`ClientTokenService`]: the inner service's, or [`Cancelled`] when the
-/// call's token was cancelled first (boxed, as tower's `BoxError`; `downcast_ref::<Cancelled>()`
-/// tells them apart).
+/// The errors of a [`ClientTokenService`]: the inner service's, or the stop of a call whose
+/// token was cancelled first (boxed, as tower's `BoxError`): a [`Cancelled`] carrying the
+/// reason (`downcast_ref::<Cancelled>()`), or, for a gRPC call with the `tonic` feature, a
+/// `tonic::Status` (`DEADLINE_EXCEEDED` for [`CancelReason::Timeout`], `CANCELLED` otherwise),
+/// which a tonic client returns as it is, where it would make any other error `UNKNOWN`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A tower layer for clients (a tonic `Channel`, a hyper client): an outgoing request that
@@ -29,7 +31,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///   cancels its own work at the same instant;
 /// - stops when the token is cancelled: the inner call is dropped (an HTTP/2 stream is reset, so
 ///   the next server sees its client go away) and the call fails with [`Cancelled`], carrying
-///   the reason; a token cancelled already fails the call before it is sent.
+///   the reason (a `tonic::Status` for a gRPC call, with the `tonic` feature: see [`BoxError`]);
+///   a token cancelled already fails the call before it is sent.
 ///
 /// A request without a token passes through untouched.
 ///
@@ -102,20 +105,21 @@ where
     }
 
     fn call(&mut self, mut request: Request<ReqBody>) -> CallFuture<S::Future> {
+        let protocol = Protocol::of(request.headers());
         let Some(token) = RequestToken::from_extensions(request.extensions()) else {
-            return CallFuture::new(self.inner.call(request), None);
+            return CallFuture::new(self.inner.call(request), None, protocol);
         };
         if let Some(reason) = token.reason() {
-            return CallFuture::stopped(reason);
+            return CallFuture::stopped(reason, protocol);
         }
-        if Protocol::of(request.headers()) == Protocol::Grpc
+        if protocol == Protocol::Grpc
             && let Some(left) = token.time_left()
             && parse_grpc_timeout(request.headers()).is_none_or(|header| left < header)
             && let Some(value) = grpc_timeout(&token)
         {
             request.headers_mut().insert(GRPC_TIMEOUT, value);
         }
-        CallFuture::new(self.inner.call(request), Some(&token))
+        CallFuture::new(self.inner.call(request), Some(&token), protocol)
     }
 }
 
@@ -123,6 +127,7 @@ where
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<F> {
     state: CallState<F>,
+    protocol: Protocol,
 }
 
 enum CallState<F> {
@@ -136,20 +141,39 @@ enum CallState<F> {
 }
 
 impl<F> CallFuture<F> {
-    fn new(inner: F, token: Option<&CancelToken>) -> Self {
+    fn new(inner: F, token: Option<&CancelToken>, protocol: Protocol) -> Self {
         CallFuture {
             state: CallState::Calling {
                 inner: Box::pin(inner),
                 stopped: token.map(CancelToken::cancelled),
             },
+            protocol,
         }
     }
 
-    fn stopped(reason: CancelReason) -> Self {
+    fn stopped(reason: CancelReason, protocol: Protocol) -> Self {
         CallFuture {
             state: CallState::Stopped(reason),
+            protocol,
         }
     }
+}
+
+/// The error of a call stopped by its token (see [`BoxError`]).
+fn stopped_error(protocol: Protocol, reason: CancelReason) -> BoxError {
+    #[cfg(feature = "tonic")]
+    if protocol == Protocol::Grpc {
+        let code = match reason {
+            CancelReason::Timeout => tonic::Code::DeadlineExceeded,
+            _ => tonic::Code::Cancelled,
+        };
+        return Box::new(tonic::Status::new(
+            code,
+            format!("the call was stopped: {reason}"),
+        ));
+    }
+    let _ = protocol;
+    Box::new(Cancelled::new(reason))
 }
 
 impl<F, B, E> Future for CallFuture<F>
@@ -168,7 +192,7 @@ where
                 {
                     // Dropping the inner call resets its stream: the next hop sees it go.
                     this.state = CallState::Done;
-                    return Poll::Ready(Err(Box::new(Cancelled::new(reason))));
+                    return Poll::Ready(Err(stopped_error(this.protocol, reason)));
                 }
                 match inner.as_mut().poll(cx) {
                     Poll::Ready(result) => {
@@ -181,7 +205,7 @@ where
             CallState::Stopped(reason) => {
                 let reason = reason.clone();
                 this.state = CallState::Done;
-                Poll::Ready(Err(Box::new(Cancelled::new(reason))))
+                Poll::Ready(Err(stopped_error(this.protocol, reason)))
             }
             CallState::Done => panic!("`CallFuture` polled after it completed"),
         }

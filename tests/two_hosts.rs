@@ -257,6 +257,32 @@ fn summary(mut ms: Vec<f64>) -> String {
     )
 }
 
+/// 300 ms after its call's deadline, the naive server at `addr` still runs its loop (asked from
+/// namespace `from`); then the test cleans it up with `stop-naive` and waits for the loop to end.
+fn naive_runs_on_then_clean_up(from: &str, addr: &str) {
+    let naive_running = |count: &str| {
+        Proc::start(from, &["status", addr])
+            .finish(Duration::from_secs(30))
+            .iter()
+            .any(|l| l.starts_with(&format!("naive_running {count}")))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        naive_running("1"),
+        "the naive loop at {addr} stopped by itself"
+    );
+    // Clean up.
+    Proc::start(from, &["stop-naive", addr]).finish(Duration::from_secs(30));
+    let until = Instant::now() + Duration::from_secs(10);
+    while !naive_running("0") {
+        assert!(
+            Instant::now() < until,
+            "the naive loop at {addr} did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 const RUNS: u64 = 50;
 
 #[test]
@@ -348,28 +374,7 @@ fn across_two_hosts_a_deadline_and_a_cancel_stop_the_servers_job() {
             .any(|l| l == "result 1 Cancelled" || l == "result 1 DeadlineExceeded"),
         "{calls:?}"
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let status =
-        Proc::start(&client, &["status", "10.231.1.2:50052"]).finish(Duration::from_secs(30));
-    assert!(
-        status.iter().any(|l| l.starts_with("naive_running 1")),
-        "{status:?}"
-    );
-    // Clean up.
-    Proc::start(&client, &["stop-naive", "10.231.1.2:50052"]).finish(Duration::from_secs(30));
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let status =
-            Proc::start(&client, &["status", "10.231.1.2:50052"]).finish(Duration::from_secs(30));
-        if status.iter().any(|l| l.starts_with("naive_running 0")) {
-            break;
-        }
-        assert!(
-            Instant::now() < until,
-            "the naive loop did not end: {status:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    naive_runs_on_then_clean_up(&client, "10.231.1.2:50052");
 }
 
 #[test]
@@ -447,26 +452,6 @@ fn across_three_hosts_a_deadline_travels_through_the_middle_hop() {
         "{calls:?}"
     );
     assert!(!calls.iter().any(|l| l == "result 1 Ok"), "{calls:?}");
-    std::thread::sleep(Duration::from_millis(300));
     // B is reached from A's namespace: the client's has no route to it.
-    let status = Proc::start(&a, &["status", "10.232.2.2:50052"]).finish(Duration::from_secs(30));
-    assert!(
-        status.iter().any(|l| l.starts_with("naive_running 1")),
-        "{status:?}"
-    );
-    // Clean up.
-    Proc::start(&a, &["stop-naive", "10.232.2.2:50052"]).finish(Duration::from_secs(30));
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let status =
-            Proc::start(&a, &["status", "10.232.2.2:50052"]).finish(Duration::from_secs(30));
-        if status.iter().any(|l| l.starts_with("naive_running 0")) {
-            break;
-        }
-        assert!(
-            Instant::now() < until,
-            "the naive loop did not end: {status:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    naive_runs_on_then_clean_up(&a, "10.232.2.2:50052");
 }

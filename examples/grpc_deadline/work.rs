@@ -194,13 +194,19 @@ impl Work {
 /// The native loop: busy until `token` is cancelled or `max` has passed.
 fn spin_until(token: &CancelToken, max: Duration) -> u64 {
     RUNNING.fetch_add(1, Ordering::SeqCst);
+    let steps = busy(max, || !token.is_cancelled());
+    RUNNING.fetch_sub(1, Ordering::SeqCst);
+    steps
+}
+
+/// Busy while `go_on()` holds (asked every step) and `max` has not passed; the steps taken.
+fn busy(max: Duration, go_on: impl Fn() -> bool) -> u64 {
     let started = Instant::now();
     let mut steps = 0u64;
-    while !token.is_cancelled() && (!steps.is_multiple_of(4096) || started.elapsed() < max) {
+    while go_on() && (!steps.is_multiple_of(4096) || started.elapsed() < max) {
         steps += 1;
         std::hint::black_box(steps);
     }
-    RUNNING.fetch_sub(1, Ordering::SeqCst);
     steps
 }
 
@@ -211,14 +217,9 @@ async fn spin_naive(request: Request<SpinRequest>) -> Result<Response<SpinReply>
     let generation = NAIVE_GENERATION.load(Ordering::Relaxed);
     let steps = tokio::task::spawn_blocking(move || {
         NAIVE_RUNNING.fetch_add(1, Ordering::SeqCst);
-        let started = Instant::now();
-        let mut steps = 0u64;
-        while NAIVE_GENERATION.load(Ordering::Relaxed) == generation
-            && (!steps.is_multiple_of(4096) || started.elapsed() < max)
-        {
-            steps += 1;
-            std::hint::black_box(steps);
-        }
+        let steps = busy(max, || {
+            NAIVE_GENERATION.load(Ordering::Relaxed) == generation
+        });
         NAIVE_RUNNING.fetch_sub(1, Ordering::SeqCst);
         steps
     })

@@ -28,17 +28,26 @@ test('a signal whose getter throws is refused with that error', () => {
   assert.equal(addon.live(), 0);
 });
 
+/** A hand-made signal that fires with `reason` as soon as a listener is added (and then
+ * throws `thenThrow`, if given). */
+function firesWhenListened(reason, thenThrow) {
+  return handMade({
+    addEventListener(type, listener, options) {
+      EventTarget.prototype.addEventListener.call(this, type, listener, options);
+      this.aborted = true;
+      this.reason = reason;
+      this.dispatchEvent(new Event('abort'));
+      if (thenThrow) {
+        throw thenThrow;
+      }
+    },
+  });
+}
+
 test('a signal that fires while its listener is being added', async () => {
   for (const run of [addon.spin, addon.spinJoined]) {
     const reason = new Error('fired at once');
-    const signal = handMade({
-      addEventListener(type, listener, options) {
-        EventTarget.prototype.addEventListener.call(this, type, listener, options);
-        this.aborted = true;
-        this.reason = reason;
-        this.dispatchEvent(new Event('abort'));
-      },
-    });
+    const signal = firesWhenListened(reason);
     await assert.rejects(run(60_000, signal), (err) => err === reason);
     assert.equal(addon.live(), 0, 'the closure ran after its signal fired');
   }
@@ -165,15 +174,7 @@ test('a hand-made signal whose reason or removeEventListener throws', async () =
 
 test('a signal that fires while its listener is added, then throws: the call rejects', async () => {
   const reason = new Error('fired, then threw');
-  const signal = handMade({
-    addEventListener(type, listener, options) {
-      EventTarget.prototype.addEventListener.call(this, type, listener, options);
-      this.aborted = true;
-      this.reason = reason;
-      this.dispatchEvent(new Event('abort'));
-      throw new Error('and then threw');
-    },
-  });
+  const signal = firesWhenListened(reason, new Error('and then threw'));
   await assert.rejects(addon.spin(60_000, signal), (err) => err === reason);
   assert.equal(addon.live(), 0);
 });

@@ -69,6 +69,16 @@ pub(crate) fn take_stops() -> Vec<(String, f64)> {
     )
 }
 
+/// One step of busy work: a little arithmetic the optimiser cannot drop.
+fn step(x: &mut u64) {
+    for _ in 0..64 {
+        *x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+    }
+    std::hint::black_box(*x);
+}
+
 /// Busy work until the token is cancelled or `max` has passed; the steps it took.
 pub(crate) fn spin(token: &CancelToken, max: Duration) -> u32 {
     let _live = Live::enter(&LIVE);
@@ -76,13 +86,8 @@ pub(crate) fn spin(token: &CancelToken, max: Duration) -> u32 {
     let mut steps = 0u32;
     let mut x = 1u64;
     loop {
-        // One step: a little arithmetic, then the check (one atomic load).
-        for _ in 0..64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-        }
-        std::hint::black_box(x);
+        // One step, then the check (one atomic load).
+        step(&mut x);
         steps = steps.wrapping_add(1);
         if token.is_cancelled() {
             record_stop(token);
@@ -133,12 +138,7 @@ pub(crate) fn naive_spin(max: Duration, generation: u64) -> u32 {
     let mut steps = 0u32;
     let mut x = 1u64;
     loop {
-        for _ in 0..64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-        }
-        std::hint::black_box(x);
+        step(&mut x);
         steps = steps.wrapping_add(1);
         // ORDERING: Relaxed: the test's clean-up only needs the loop to see the bump soon.
         if steps.is_multiple_of(1024)

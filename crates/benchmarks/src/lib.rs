@@ -132,21 +132,31 @@ impl Paired {
     ///
     /// If no round was recorded.
     pub fn report(&self, name: &str, baseline_key: &str) -> String {
+        self.report_as(name, baseline_key, "tethered")
+    }
+
+    /// As [`report`](Self::report), for a pair whose second variant is not tethered (a
+    /// floor, or tethered against a floor): its summary goes under `measured_key`.
+    ///
+    /// # Panics
+    ///
+    /// If no round was recorded.
+    pub fn report_as(&self, name: &str, baseline_key: &str, measured_key: &str) -> String {
         let baseline = Summary::of(&self.baseline);
-        let tethered = Summary::of(&self.tethered);
+        let measured = Summary::of(&self.tethered);
         let [q1, ratio, q3] = quartiles(&self.ratios);
         println!(
-            "{name:<10} {baseline_key} median {:>8.1} ns  tethered median {:>8.1} ns  \
+            "{name:<10} {baseline_key} median {:>8.1} ns  {measured_key} median {:>8.1} ns  \
              per-round ratio median {ratio:.3} (quartiles {q1:.3}-{q3:.3}, {} rounds)",
             baseline.median_ns,
-            tethered.median_ns,
+            measured.median_ns,
             self.ratios.len()
         );
         format!(
-            "\"{name}\": {{\"{baseline_key}\": {}, \"tethered\": {}, \"ratio_median\": {ratio:.4}, \
+            "\"{name}\": {{\"{baseline_key}\": {}, \"{measured_key}\": {}, \"ratio_median\": {ratio:.4}, \
              \"ratio_q1\": {q1:.4}, \"ratio_q3\": {q3:.4}}}",
             baseline.to_json(),
-            tethered.to_json()
+            measured.to_json()
         )
     }
 

@@ -13,6 +13,11 @@ adapter and this tree's, in rotation (tokio's `spawn_blocking`, then smol's `unb
 prints the median and quartiles of other/raw, this/raw and this/other. The worktree is removed
 afterwards; nothing in the repository changes.
 
+With --concurrent, each round instead times a batch of 2,000 tokio jobs spawned at once from a
+task on a multi-thread runtime and then awaited, as `concurrent_paired` does: the load in which
+a job's cross-thread traffic (its locks, counts and reference counts) shows most. Its rounds
+last milliseconds, so --rounds defaults to 300 there.
+
 The harness calls `tethered_tokio::spawn_native` and `tethered_smol::spawn_native`, so
 REVISION must have both (every revision since the adapters landed does).
 """
@@ -85,7 +90,7 @@ this_tokio = {{ package = "tethered-tokio", path = "{crate(ROOT / "crates/tether
 this_smol = {{ package = "tethered-smol", path = "{crate(ROOT / "crates/tethered-smol")}" }}
 other_tokio = {{ package = "tethered-tokio", path = "{crate(tree / "crates/tethered-tokio")}" }}
 other_smol = {{ package = "tethered-smol", path = "{crate(tree / "crates/tethered-smol")}" }}
-tokio = {{ version = "1.47", features = ["rt"] }}
+tokio = {{ version = "1.47", features = ["rt", "rt-multi-thread"] }}
 blocking = "1.6.2"
 futures-lite = "2.6"
 
@@ -97,9 +102,13 @@ futures-lite = "2.6"
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("revision", help="the git revision to compare against, e.g. HEAD~3")
-    parser.add_argument("--rounds", type=int, default=5000, help="rounds per run (5000)")
+    parser.add_argument("--rounds", type=int, help="rounds per run (5000; 300 with --concurrent)")
     parser.add_argument("--runs", type=int, default=3, help="runs (3)")
+    parser.add_argument("--concurrent", action="store_true",
+                        help="batches of 2,000 concurrent tokio jobs instead of round trips")
     args = parser.parse_args()
+    if args.rounds is None:
+        args.rounds = 300 if args.concurrent else 5000
     if args.rounds < 1 or args.runs < 1:
         sys.exit("--rounds and --runs must be at least 1")
 
@@ -128,9 +137,11 @@ def main():
         run("cargo", "build", "--release", "--quiet", "--manifest-path",
             str(harness / "Cargo.toml"), env=env)
         binary = OUT / "target" / "release" / "against"
-        print(f"this tree against {commit} ({args.revision}), {args.rounds} rounds of 16 per run")
+        mode = ["concurrent"] if args.concurrent else []
+        unit = "batches of 2,000 concurrent jobs" if args.concurrent else "rounds of 16"
+        print(f"this tree against {commit} ({args.revision}), {args.rounds} {unit} per run")
         for _ in range(args.runs):
-            run(str(binary), str(args.rounds))
+            run(str(binary), str(args.rounds), *mode)
     finally:
         run("git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree))
 

@@ -4,7 +4,11 @@
 //! revision's adapter and this tree's, in rotation, so drift slower than a round cancels out
 //! of the per-round ratios.
 //!
-//! Run with: python3 crates/benchmarks/against.py <revision>
+//! With `concurrent` as its second argument, each round instead times a batch of [`JOBS`] tokio
+//! jobs spawned at once from a task on a multi-thread runtime and then awaited in spawn order,
+//! as `concurrent_paired` does.
+//!
+//! Run with: python3 crates/benchmarks/against.py <revision> [--concurrent]
 
 use std::hint::black_box;
 use std::pin::Pin;
@@ -98,6 +102,82 @@ fn smol_this() -> Pin<Box<dyn Future<Output = u64>>> {
     })
 }
 
+/// Jobs per batch in the concurrent mode, as in `concurrent_paired`.
+const JOBS: u32 = 2_000;
+/// Rounds before the measured ones in the concurrent mode.
+const CONCURRENT_WARM_UP: usize = 10;
+
+/// The six orders of the three variants, by index.
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [2, 1, 0],
+    [1, 2, 0],
+    [0, 2, 1],
+    [2, 0, 1],
+    [1, 0, 2],
+];
+
+/// One concurrent batch: its time from the first spawn to the last join.
+type Batch = fn() -> Pin<Box<dyn Future<Output = Duration> + Send>>;
+
+fn concurrent_raw() -> Pin<Box<dyn Future<Output = Duration> + Send>> {
+    Box::pin(async {
+        let start = Instant::now();
+        let jobs: Vec<_> = (0..JOBS)
+            .map(|_| tokio::task::spawn_blocking(|| black_box(1u64)))
+            .collect();
+        for job in jobs {
+            black_box(job.await.expect("the job ran"));
+        }
+        start.elapsed()
+    })
+}
+
+fn concurrent_other() -> Pin<Box<dyn Future<Output = Duration> + Send>> {
+    Box::pin(async {
+        let start = Instant::now();
+        let jobs: Vec<_> = (0..JOBS)
+            .map(|_| other_tokio::spawn_native(|_token| black_box(1u64)))
+            .collect();
+        for job in jobs {
+            black_box(job.await.expect("the job ran"));
+        }
+        start.elapsed()
+    })
+}
+
+fn concurrent_this() -> Pin<Box<dyn Future<Output = Duration> + Send>> {
+    Box::pin(async {
+        let start = Instant::now();
+        let jobs: Vec<_> = (0..JOBS)
+            .map(|_| this_tokio::spawn_native(|_token| black_box(1u64)))
+            .collect();
+        for job in jobs {
+            black_box(job.await.expect("the job ran"));
+        }
+        start.elapsed()
+    })
+}
+
+/// As [`rounds`], with one concurrent batch per variant and round.
+async fn concurrent_rounds(variants: [Batch; 3], count: usize) -> [[f64; 3]; 3] {
+    let mut ratios: [Vec<f64>; 3] = Default::default();
+    for round in 0..CONCURRENT_WARM_UP + count {
+        let mut times = [0.0; 3];
+        // All six orders in turn: a batch runs faster or slower after another one (the pool's
+        // threads are awake, or still busy), so no variant may always follow the same one.
+        for i in ORDERS[round % ORDERS.len()] {
+            times[i] = variants[i]().await.as_secs_f64();
+        }
+        if round >= CONCURRENT_WARM_UP {
+            ratios[0].push(times[1] / times[0]);
+            ratios[1].push(times[2] / times[0]);
+            ratios[2].push(times[2] / times[1]);
+        }
+    }
+    ratios.map(quartiles)
+}
+
 fn show(name: &str, [other, this, this_vs_other]: [[f64; 3]; 3]) {
     let q = |[q1, median, q3]: [f64; 3]| format!("{median:.3} ({q1:.3}-{q3:.3})");
     println!(
@@ -112,6 +192,18 @@ fn main() {
     let count: usize = std::env::args()
         .nth(1)
         .map_or(5_000, |rounds| rounds.parse().expect("a number of rounds"));
+    if std::env::args().nth(2).as_deref() == Some("concurrent") {
+        // As many workers as cores, and the batches on a worker, as in `concurrent_paired`.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .build()
+            .expect("a tokio runtime");
+        let variants = [concurrent_raw, concurrent_other, concurrent_this];
+        let ratios = runtime
+            .block_on(runtime.spawn(concurrent_rounds(variants, count)))
+            .expect("the rounds ran");
+        show("tokio", ratios);
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a tokio runtime");

@@ -69,6 +69,7 @@ mod cancellation_link;
 mod server;
 mod spawn;
 mod spawner;
+mod stash;
 mod timeout;
 
 #[cfg(feature = "tokio-util")]

@@ -7,8 +7,9 @@
 //! the spawning thread had allocated. glibc's allocator takes such a free into the spawning
 //! thread's arena under that arena's lock, and the spawning thread's next allocations sort and
 //! merge what piled up there. With 2,000 jobs spawned at once, that was about half of what a
-//! tethered job cost beyond a bare `spawn_blocking` (`against.py --concurrent`: this tree
-//! against the one that dropped the handles at once read 0.96x, three runs of 300 batches).
+//! tethered job cost beyond a bare `spawn_blocking`: `against.py --concurrent`, this tree
+//! against the one that dropped the handles at once, read 0.94–0.97x in three runs of 300
+//! batches, and tethered / `spawn_blocking` went from 1.12 to 1.07–1.08 in the same runs.
 //!
 //! So the spawning thread keeps each handle, and every so often drops those whose tasks have
 //! finished ([`SWEEP_AT`], then twice as many as were left unfinished). What a thread keeps is

@@ -14,7 +14,8 @@
 //! So the spawning thread keeps each handle, and every so often drops those whose tasks have
 //! finished ([`SWEEP_AT`], then twice as many as were left unfinished). What a thread keeps is
 //! bounded: its unfinished tasks, and fewer finished ones than the larger of `SWEEP_AT` and
-//! twice the unfinished ones at its last sweep. Nothing here changes what a job does: a
+//! twice the unfinished ones at its last sweep; the list's own memory shrinks back after a
+//! burst. Nothing here changes what a job does: a
 //! dropped `JoinHandle` neither stops nor detaches a blocking task, it only lets go of it.
 //! What a thread still keeps when it exits is dropped with its thread-locals; a spawn from a
 //! thread whose thread-locals are being destroyed drops its handle at once, as before.
@@ -64,6 +65,11 @@ pub(crate) fn keep(join: JoinHandle<()>) {
             }
         }
         stash.sweep_at = (2 * stash.handles.len()).max(SWEEP_AT);
+        // After a burst (a million jobs spawned at once), give the list's memory back.
+        if stash.handles.capacity() > 4 * stash.sweep_at {
+            let sweep_at = stash.sweep_at;
+            stash.handles.shrink_to(sweep_at);
+        }
         finished
     });
     // The thread's locals are being destroyed: let go of it now, as tokio's own detach would.
@@ -80,7 +86,7 @@ fn kept() -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{SWEEP_AT, kept};
+    use super::{STASH, SWEEP_AT, kept};
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -88,45 +94,97 @@ mod tests {
     /// one handle per job spawned.
     #[test]
     fn a_thread_keeps_a_bounded_number_of_finished_handles() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("a tokio runtime");
-        runtime.block_on(async {
-            for i in 0..1_000u32 {
-                let job = crate::spawn_native(move |_token| i);
-                assert_eq!(job.await.expect("the job ran"), i);
-                assert!(kept() <= SWEEP_AT, "{} handles kept after {i} jobs", kept());
+        on_a_fresh_thread(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("a tokio runtime");
+            runtime.block_on(async {
+                for i in 0..1_000u32 {
+                    let job = crate::spawn_native(move |_token| i);
+                    assert_eq!(job.await.expect("the job ran"), i);
+                    assert!(kept() <= SWEEP_AT, "{} handles kept after {i} jobs", kept());
+                }
+            });
+        });
+    }
+
+    /// After a burst, the list gives its memory back.
+    #[test]
+    fn the_list_shrinks_after_a_burst() {
+        on_a_fresh_thread(|| {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .build()
+                .expect("a tokio runtime");
+            let _inside = runtime.enter();
+            // Held until all are spawned (those beyond the pool's 512 threads wait in its
+            // queue), so that no sweep finds any finished.
+            let (release_tx, release) = gate();
+            let burst: Vec<_> = (0..2_000u32)
+                .map(|i| {
+                    let release = release.clone();
+                    crate::spawn_native(move |_token| {
+                        release.wait();
+                        i
+                    })
+                })
+                .collect();
+            let grown = STASH.with(|stash| stash.borrow().handles.capacity());
+            assert!(grown >= 2_000, "the list grew to {grown}");
+            release_tx.open();
+            for (i, job) in (0..).zip(burst) {
+                assert_eq!(runtime.block_on(job).expect("the job ran"), i);
             }
+            // Every task has finished: the sweeps that follow keep almost nothing.
+            for _ in 0..2 * SWEEP_AT {
+                runtime
+                    .block_on(crate::spawn_native(|_token| ()))
+                    .expect("the job ran");
+            }
+            let capacity = STASH.with(|stash| stash.borrow().handles.capacity());
+            assert!(
+                capacity <= 4 * SWEEP_AT,
+                "capacity {capacity} after the burst (it had grown to {grown})"
+            );
         });
     }
 
     /// Unfinished tasks are kept through a sweep, and swept once they have finished.
     #[test]
     fn unfinished_tasks_are_kept_until_they_finish() {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .build()
-            .expect("a tokio runtime");
-        let _inside = runtime.enter();
-        let (release_tx, release) = gate();
-        let held: Vec<_> = (0..100)
-            .map(|_| {
-                let release = release.clone();
-                crate::spawn_native(move |_token| release.wait())
-            })
-            .collect();
-        // 100 unfinished tasks: a sweep ran at 64 and kept them all.
-        assert_eq!(kept(), 100);
-        release_tx.open();
-        for job in held {
-            runtime.block_on(job).expect("the job ran");
-        }
-        // The next sweep runs at twice the unfinished tasks of the last one (128).
-        let more: Vec<_> = (0..28).map(|_| crate::spawn_native(|_token| ())).collect();
-        assert!(kept() <= 28, "{} handles kept after the sweep", kept());
-        for job in more {
-            runtime.block_on(job).expect("the job ran");
-        }
+        on_a_fresh_thread(|| {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .build()
+                .expect("a tokio runtime");
+            let _inside = runtime.enter();
+            let (release_tx, release) = gate();
+            let held: Vec<_> = (0..100)
+                .map(|_| {
+                    let release = release.clone();
+                    crate::spawn_native(move |_token| release.wait())
+                })
+                .collect();
+            // 100 unfinished tasks: a sweep ran at 64 and kept them all.
+            assert_eq!(kept(), 100);
+            release_tx.open();
+            for job in held {
+                runtime.block_on(job).expect("the job ran");
+            }
+            // The next sweep runs at twice the unfinished tasks of the last one (128).
+            let more: Vec<_> = (0..28).map(|_| crate::spawn_native(|_token| ())).collect();
+            assert!(kept() <= 28, "{} handles kept after the sweep", kept());
+            for job in more {
+                runtime.block_on(job).expect("the job ran");
+            }
+        });
+    }
+
+    /// Runs `test` on a thread of its own, whose stash starts empty.
+    fn on_a_fresh_thread(test: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(test)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     }
 
     /// A spawn from a thread whose thread-locals are being destroyed lets go of its handle at

@@ -112,13 +112,14 @@ mod tests {
     #[test]
     fn the_list_shrinks_after_a_burst() {
         on_a_fresh_thread(|| {
+            // Four pool threads: the jobs beyond them wait in the pool's queue, unfinished.
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
+                .max_blocking_threads(4)
                 .build()
                 .expect("a tokio runtime");
             let _inside = runtime.enter();
-            // Held until all are spawned (those beyond the pool's 512 threads wait in its
-            // queue), so that no sweep finds any finished.
+            // Held until all are spawned, so that no sweep finds any finished.
             let (release_tx, release) = gate();
             let burst: Vec<_> = (0..2_000u32)
                 .map(|i| {
@@ -153,8 +154,10 @@ mod tests {
     #[test]
     fn unfinished_tasks_are_kept_until_they_finish() {
         on_a_fresh_thread(|| {
+            // Four pool threads: the jobs beyond them wait in the pool's queue, unfinished.
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
+                .max_blocking_threads(4)
                 .build()
                 .expect("a tokio runtime");
             let _inside = runtime.enter();

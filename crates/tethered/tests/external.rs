@@ -5,14 +5,14 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, stats};
+use tethered::{AbortableNative, CancelReason, CancelSource, NativeError};
 
+/// (That it counts as running until then is in `stats.rs`, whose tests take turns with the
+/// process-wide counters; here other tests' jobs finish meanwhile.)
 #[test]
-fn a_completed_external_job_gives_its_value_and_counts_as_running_until_then() {
-    let base = stats();
+fn a_completed_external_job_gives_its_value() {
     let (job, completer) = AbortableNative::builder().name("remote").external::<u32>();
     assert_eq!(job.name(), Some("remote"));
-    assert!(stats().running > base.running);
     assert!(!job.is_finished());
     completer.complete(7);
     assert!(job.is_finished());

@@ -52,6 +52,18 @@ fn running_counts_closures_executing_now() {
 }
 
 #[test]
+fn an_external_job_counts_as_running_until_it_is_completed() {
+    let _serial = serial();
+    let base = stats();
+    let (job, completer) = AbortableNative::builder().external::<u32>();
+    assert_eq!(stats().running, base.running + 1);
+    assert_eq!(stats().spawned, base.spawned + 1);
+    completer.complete(7);
+    assert_eq!(stats().running, base.running);
+    assert_eq!(job.join_blocking().unwrap(), 7);
+}
+
+#[test]
 fn a_dropped_job_counts_as_running_until_its_closure_returns() {
     let _serial = serial();
     let base = stats();

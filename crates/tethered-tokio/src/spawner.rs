@@ -22,11 +22,11 @@ const NO_RUNTIME_HINT: &str = "call it from a tokio task or from a thread inside
 /// A job is refused with [`SpawnError::Shutdown`] once the runtime has begun shutting down:
 /// tokio itself would accept the closure silently and drop it unrun.
 ///
-/// The spawning thread keeps tokio's `JoinHandle` of each task it spawned until the task has
-/// finished, and lets go of the finished ones every so often, so that the thread that allocated
-/// a task also frees it (a free on the pool thread went through the allocator's slow path). It
-/// keeps fewer finished ones than 64 or than twice the unfinished ones it had at its last
-/// sweep, whichever is more. Nothing a job does depends on it.
+/// Each spawning thread keeps tokio's `JoinHandle` of the tasks it spawned, and lets go of
+/// those whose tasks have finished on its later spawns (or when it exits), so that the thread
+/// that allocated a task also frees it: a free on the pool thread went through the allocator's
+/// slow path. A thread keeps at most 4,096; a thread that never spawns again keeps what it
+/// kept until it exits. Nothing a job does depends on it.
 ///
 /// ```
 /// use tethered::AbortableNative;

@@ -7,18 +7,30 @@
 //! the spawning thread had allocated. glibc's allocator takes such a free into the spawning
 //! thread's arena under that arena's lock, and the spawning thread's next allocations sort and
 //! merge what piled up there. With 2,000 jobs spawned at once, that was about half of what a
-//! tethered job cost beyond a bare `spawn_blocking`: `against.py --concurrent`, this tree
-//! against the one that dropped the handles at once, read 0.94–0.97x in three runs of 300
-//! batches, and tethered / `spawn_blocking` went from 1.12 to 1.07–1.08 in the same runs.
+//! tethered job cost beyond a bare `spawn_blocking`: in `concurrent_paired`, tethered /
+//! `spawn_blocking` went from 1.11–1.15 to 1.07–1.08. `against.py --concurrent`, against the
+//! tree that dropped the handles at once, read 0.94–0.97x for a first version of this file and
+//! 0.98–0.99x for this one an hour later; the two versions read 0.999–1.006x against each
+//! other, so the spread is the machine's. (Its two trees share one process and one allocator,
+//! which may make it read less than `concurrent_paired` does.)
 //!
-//! So the spawning thread keeps each handle, and every so often drops those whose tasks have
-//! finished ([`SWEEP_AT`], then twice as many as were left unfinished). What a thread keeps is
-//! bounded: its unfinished tasks, and fewer finished ones than the larger of `SWEEP_AT` and
-//! twice the unfinished ones at its last sweep; the list's own memory shrinks back after a
-//! burst. Nothing here changes what a job does: a
-//! dropped `JoinHandle` neither stops nor detaches a blocking task, it only lets go of it.
-//! What a thread still keeps when it exits is dropped with its thread-locals; a spawn from a
-//! thread whose thread-locals are being destroyed drops its handle at once, as before.
+//! So the spawning thread keeps each handle, and lets go of finished ones in sweeps on its
+//! later spawns: after [`SWEEP_EVERY`] spawns, or after as many as the last sweep kept
+//! unfinished, whichever is more, so that sweeping costs a spawn no more than a constant on
+//! average. The sweeps are spaced out on purpose: a task counts as finished a moment before
+//! the pool thread lets go of it, and a handle dropped in that moment leaves the free to the
+//! pool thread again. A thread keeps at most [`MAX_KEPT`] handles; past that, a new one is let
+//! go of at once. The list is rebuilt at each sweep, so its memory shrinks back after a burst.
+//!
+//! A thread lets go of finished tasks only when it spawns again, or when it exits (its
+//! thread-locals are dropped): a thread that spawned a burst and never spawns again keeps what
+//! it kept until then, at most `MAX_KEPT` tasks (about 1 MiB of tokio's task memory). With
+//! tokio's `test-util` feature a blocking task holds its runtime's `Handle`, so a kept one
+//! keeps that runtime's driver allocated until it is let go of.
+//!
+//! Nothing here changes what a job does: dropping a `JoinHandle` only detaches its task, which
+//! is what `TokioSpawner` did at once before. A spawn from a thread whose thread-locals are
+//! being destroyed lets go of its handle at once.
 //!
 //! [`TokioSpawner`]: crate::TokioSpawner
 
@@ -26,72 +38,106 @@ use std::cell::RefCell;
 
 use tokio::task::JoinHandle;
 
-/// Handles kept before the first sweep, and the fewest kept between two sweeps.
-const SWEEP_AT: usize = 64;
+/// The fewest spawns between two sweeps.
+const SWEEP_EVERY: usize = 64;
+
+/// The most handles one thread keeps.
+const MAX_KEPT: usize = 4_096;
 
 /// One thread's kept handles.
 struct Stash {
     handles: Vec<JoinHandle<()>>,
-    /// The number of handles at which the next sweep runs.
-    sweep_at: usize,
+    /// Spawns left until the next sweep.
+    until_sweep: usize,
 }
 
 std::thread_local! {
     static STASH: RefCell<Stash> = const {
         RefCell::new(Stash {
             handles: Vec::new(),
-            sweep_at: SWEEP_AT,
+            until_sweep: SWEEP_EVERY,
         })
     };
 }
 
-/// Keeps `join` on this thread until its task finishes.
+/// Keeps `join` on this thread until its task finishes, and lets go of finished ones.
 pub(crate) fn keep(join: JoinHandle<()>) {
     let mut join = Some(join);
-    let finished = STASH.try_with(|stash| {
-        // Nothing below runs user code, so this borrow is never re-entered.
-        let mut stash = stash.borrow_mut();
-        stash.handles.extend(join.take());
-        if stash.handles.len() < stash.sweep_at {
-            return Vec::new();
-        }
-        let mut finished = Vec::new();
-        let mut i = 0;
-        while i < stash.handles.len() {
-            if stash.handles[i].is_finished() {
-                finished.push(stash.handles.swap_remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        stash.sweep_at = (2 * stash.handles.len()).max(SWEEP_AT);
-        // After a burst (a million jobs spawned at once), give the list's memory back.
-        if stash.handles.capacity() > 4 * stash.sweep_at {
-            let sweep_at = stash.sweep_at;
-            stash.handles.shrink_to(sweep_at);
-        }
-        finished
-    });
-    // The thread's locals are being destroyed: let go of it now, as tokio's own detach would.
-    // A task's last drop may drop what a runtime's hooks captured (user code): contained, and
-    // outside the borrow.
-    tethered::drop_contained((finished, join));
+    // Nothing in `Stash::keep` runs user code, so the borrow is never re-entered.
+    let let_go = STASH.try_with(|stash| stash.borrow_mut().keep(&mut join));
+    // Whatever is let go of is dropped outside the borrow, contained: a task's last drop may
+    // drop what its runtime's hooks captured, which is user code. `join` is still here if the
+    // thread's locals are being destroyed or the thread keeps `MAX_KEPT` already.
+    tethered::drop_contained((let_go, join));
 }
 
-/// How many handles this thread keeps.
+impl Stash {
+    /// Returns what it lets go of, for the caller to drop once the stash is no longer
+    /// borrowed.
+    fn keep(&mut self, join: &mut Option<JoinHandle<()>>) -> Vec<JoinHandle<()>> {
+        self.until_sweep = self.until_sweep.saturating_sub(1);
+        let swept = if self.until_sweep == 0 {
+            self.sweep()
+        } else {
+            Vec::new()
+        };
+        if self.handles.len() < MAX_KEPT {
+            self.handles.extend(join.take());
+        }
+        swept
+    }
+
+    /// Takes out every handle whose task has finished.
+    fn sweep(&mut self) -> Vec<JoinHandle<()>> {
+        // Into a new list, in order: the old one's memory goes with it.
+        let mut finished = Vec::new();
+        let mut unfinished = Vec::new();
+        for join in std::mem::take(&mut self.handles) {
+            if join.is_finished() {
+                finished.push(join);
+            } else {
+                unfinished.push(join);
+            }
+        }
+        self.handles = unfinished;
+        self.until_sweep = self.handles.len().max(SWEEP_EVERY);
+        finished
+    }
+}
+
+impl Drop for Stash {
+    fn drop(&mut self) {
+        // The thread exits: its kept handles go, contained (see `keep`).
+        tethered::drop_contained(std::mem::take(&mut self.handles));
+    }
+}
+
+/// How many handles this thread keeps, and its spawns left until the next sweep.
 #[cfg(test)]
-fn kept() -> usize {
-    STASH.with(|stash| stash.borrow().handles.len())
+fn kept() -> (usize, usize) {
+    STASH.with(|stash| {
+        let stash = stash.borrow();
+        (stash.handles.len(), stash.until_sweep)
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{STASH, SWEEP_AT, kept};
+    use super::{MAX_KEPT, STASH, SWEEP_EVERY, kept};
     use std::sync::mpsc;
     use std::time::Duration;
 
-    /// What a thread keeps stays bounded as jobs come and go: without the sweeps it would keep
-    /// one handle per job spawned.
+    /// A runtime whose blocking pool has four threads, entered on this thread: jobs beyond
+    /// four that are held wait in the pool's queue, unfinished.
+    fn small_pool() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(4)
+            .build()
+            .expect("a tokio runtime")
+    }
+
+    /// Jobs that come and go one at a time are let go of a sweep's worth at a time.
     #[test]
     fn a_thread_keeps_a_bounded_number_of_finished_handles() {
         on_a_fresh_thread(|| {
@@ -102,64 +148,50 @@ mod tests {
                 for i in 0..1_000u32 {
                     let job = crate::spawn_native(move |_token| i);
                     assert_eq!(job.await.expect("the job ran"), i);
-                    assert!(kept() <= SWEEP_AT, "{} handles kept after {i} jobs", kept());
+                    // A task is marked complete a moment after its job's result arrives: a
+                    // sweep may keep the last few.
+                    let (kept, _) = kept();
+                    assert!(
+                        kept <= SWEEP_EVERY + 4,
+                        "{kept} handles kept after {i} jobs"
+                    );
                 }
             });
         });
     }
 
-    /// After a burst, the list gives its memory back.
+    /// A held job does not keep the sweeps from letting go of the finished ones beside it.
     #[test]
-    fn the_list_shrinks_after_a_burst() {
+    fn sweeps_let_go_of_finished_handles_behind_an_unfinished_one() {
         on_a_fresh_thread(|| {
-            // Four pool threads: the jobs beyond them wait in the pool's queue, unfinished.
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .max_blocking_threads(4)
-                .build()
-                .expect("a tokio runtime");
+            let runtime = small_pool();
             let _inside = runtime.enter();
-            // Held until all are spawned, so that no sweep finds any finished.
             let (release_tx, release) = gate();
-            let burst: Vec<_> = (0..2_000u32)
-                .map(|i| {
-                    let release = release.clone();
-                    crate::spawn_native(move |_token| {
-                        release.wait();
-                        i
-                    })
-                })
-                .collect();
-            let grown = STASH.with(|stash| stash.borrow().handles.capacity());
-            assert!(grown >= 2_000, "the list grew to {grown}");
+            let held = crate::spawn_native(move |_token| release.wait());
+            for i in 0..1_000u32 {
+                assert_eq!(
+                    runtime
+                        .block_on(crate::spawn_native(move |_token| i))
+                        .expect("the job ran"),
+                    i
+                );
+                let (kept, _) = kept();
+                assert!(
+                    kept <= SWEEP_EVERY + 5,
+                    "{kept} handles kept after {i} jobs"
+                );
+            }
             release_tx.open();
-            for (i, job) in (0..).zip(burst) {
-                assert_eq!(runtime.block_on(job).expect("the job ran"), i);
-            }
-            // Every task has finished: the sweeps that follow keep almost nothing.
-            for _ in 0..2 * SWEEP_AT {
-                runtime
-                    .block_on(crate::spawn_native(|_token| ()))
-                    .expect("the job ran");
-            }
-            let capacity = STASH.with(|stash| stash.borrow().handles.capacity());
-            assert!(
-                capacity <= 4 * SWEEP_AT,
-                "capacity {capacity} after the burst (it had grown to {grown})"
-            );
+            runtime.block_on(held).expect("the held job ran");
         });
     }
 
-    /// Unfinished tasks are kept through a sweep, and swept once they have finished.
+    /// Unfinished tasks are kept through a sweep, the next sweep waits as many spawns as
+    /// were kept, and it lets go of those that finished meanwhile.
     #[test]
-    fn unfinished_tasks_are_kept_until_they_finish() {
+    fn unfinished_tasks_are_kept_and_sweeps_are_spaced_out() {
         on_a_fresh_thread(|| {
-            // Four pool threads: the jobs beyond them wait in the pool's queue, unfinished.
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .max_blocking_threads(4)
-                .build()
-                .expect("a tokio runtime");
+            let runtime = small_pool();
             let _inside = runtime.enter();
             let (release_tx, release) = gate();
             let held: Vec<_> = (0..100)
@@ -168,18 +200,63 @@ mod tests {
                     crate::spawn_native(move |_token| release.wait())
                 })
                 .collect();
-            // 100 unfinished tasks: a sweep ran at 64 and kept them all.
-            assert_eq!(kept(), 100);
+            // The sweep at the 64th spawn kept all 64; the next one comes 64 spawns later.
+            assert_eq!(kept(), (100, 2 * SWEEP_EVERY - 100));
             release_tx.open();
             for job in held {
                 runtime.block_on(job).expect("the job ran");
             }
-            // The next sweep runs at twice the unfinished tasks of the last one (128).
-            let more: Vec<_> = (0..28).map(|_| crate::spawn_native(|_token| ())).collect();
-            assert!(kept() <= 28, "{} handles kept after the sweep", kept());
+            let more: Vec<_> = (0..2 * SWEEP_EVERY - 100)
+                .map(|_| crate::spawn_native(|_token| ()))
+                .collect();
+            // The sweep at the 128th spawn: only the new jobs, and the few held ones a pool
+            // thread had not yet marked complete, may be left.
+            let (kept, until_sweep) = kept();
+            assert!(
+                kept <= more.len() + 4,
+                "{kept} handles kept after the sweep"
+            );
+            assert_eq!(until_sweep, SWEEP_EVERY);
             for job in more {
                 runtime.block_on(job).expect("the job ran");
             }
+        });
+    }
+
+    /// Past `MAX_KEPT`, a handle is let go of at once; every job still runs and gives its
+    /// result. The list's memory shrinks back once the burst is swept.
+    #[test]
+    fn a_burst_beyond_the_limit_is_let_go_of_and_its_memory_given_back() {
+        on_a_fresh_thread(|| {
+            let runtime = small_pool();
+            let _inside = runtime.enter();
+            let (release_tx, release) = gate();
+            let burst: Vec<_> = (0..MAX_KEPT as u32 + 100)
+                .map(|i| {
+                    let release = release.clone();
+                    crate::spawn_native(move |_token| {
+                        release.wait();
+                        i
+                    })
+                })
+                .collect();
+            assert_eq!(kept().0, MAX_KEPT);
+            let grown = STASH.with(|stash| stash.borrow().handles.capacity());
+            release_tx.open();
+            for (i, job) in (0..).zip(burst) {
+                assert_eq!(runtime.block_on(job).expect("the job ran"), i);
+            }
+            // The sweep comes at most `MAX_KEPT` spawns later.
+            for _ in 0..MAX_KEPT {
+                runtime
+                    .block_on(crate::spawn_native(|_token| ()))
+                    .expect("the job ran");
+            }
+            let capacity = STASH.with(|stash| stash.borrow().handles.capacity());
+            assert!(
+                capacity <= 4 * SWEEP_EVERY,
+                "capacity {capacity} after the burst was swept (it had grown to {grown})"
+            );
         });
     }
 
@@ -198,16 +275,17 @@ mod tests {
 
         struct SpawnsOnDrop {
             handle: tokio::runtime::Handle,
-            result: mpsc::Sender<u32>,
+            result: mpsc::Sender<(bool, u32)>,
         }
         impl Drop for SpawnsOnDrop {
             fn drop(&mut self) {
+                let stash_gone = STASH.try_with(|_| ()).is_err();
                 let spawner = crate::TokioSpawner::new(self.handle.clone());
                 let job = tethered::Builder::new()
                     .spawn_on(&spawner, |_token| 7u32)
                     .expect("the runtime runs");
                 self.result
-                    .send(job.join_blocking().expect("the job ran"))
+                    .send((stash_gone, job.join_blocking().expect("the job ran")))
                     .expect("the test waits");
             }
         }
@@ -215,10 +293,7 @@ mod tests {
             static SPAWNS_ON_DROP: RefCell<Option<SpawnsOnDrop>> = const { RefCell::new(None) };
         }
 
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .build()
-            .expect("a tokio runtime");
+        let runtime = small_pool();
         let handle = runtime.handle().clone();
         let (result_tx, result) = mpsc::channel();
         std::thread::spawn(move || {
@@ -238,31 +313,47 @@ mod tests {
         })
         .join()
         .expect("the thread and its thread-locals' drops did not panic");
-        assert_eq!(result.recv_timeout(Duration::from_secs(10)), Ok(7));
+        assert_eq!(
+            result.recv_timeout(Duration::from_secs(10)),
+            Ok((true, 7)),
+            "(the stash was gone when the job was spawned, the job's result)"
+        );
     }
 
-    /// A gate that blocks its waiters until it is opened.
-    fn gate() -> (Gate, Gate) {
+    /// A gate that blocks its waiters until it is opened, and its opener, which also opens it
+    /// when dropped: a failing assertion then lets the held jobs go, and the runtime's drop
+    /// does not wait for them forever.
+    fn gate() -> (Opener, Gate) {
         let gate = Gate(std::sync::Arc::new((
             std::sync::Mutex::new(false),
             std::sync::Condvar::new(),
         )));
-        (gate.clone(), gate)
+        (Opener(gate.clone()), gate)
     }
 
     #[derive(Clone)]
     struct Gate(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
 
-    impl Gate {
-        fn open(&self) {
-            *self.0.0.lock().expect("the gate's lock") = true;
-            self.0.1.notify_all();
-        }
+    struct Opener(Gate);
 
+    impl Opener {
+        fn open(&self) {
+            *self.0.0.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            self.0.0.1.notify_all();
+        }
+    }
+
+    impl Drop for Opener {
+        fn drop(&mut self) {
+            self.open();
+        }
+    }
+
+    impl Gate {
         fn wait(&self) {
-            let mut open = self.0.0.lock().expect("the gate's lock");
+            let mut open = self.0.0.lock().unwrap_or_else(|e| e.into_inner());
             while !*open {
-                open = self.0.1.wait(open).expect("the gate's lock");
+                open = self.0.1.wait(open).unwrap_or_else(|e| e.into_inner());
             }
         }
     }

@@ -664,9 +664,10 @@ def write_report():
         "against a floor of `spawn_blocking` plus two `Arc`s of a job's sizes (allocator "
         "samples: tethered 21% of its user time, the floor 13%, the floor with its "
         "`JoinHandle` dropped at once 22%). The spawning thread now keeps the handles and drops "
-        "the finished ones in sweeps. `against.py --concurrent` against the commit before: "
-        "0.944–0.966 in three runs of 300 batches; tethered / `spawn_blocking` 1.11–1.15 → "
-        "1.07–1.08 (the round trip unchanged: 0.998–1.006).")
+        "the finished ones in sweeps. Tethered / `spawn_blocking` here: 1.11–1.15 → "
+        "1.07–1.08. `against.py --concurrent` against the commit before: 0.94–0.99 in eight "
+        "runs of 300 batches over an hour (a first version and the kept one, which read "
+        "0.999–1.006 against each other); the round trip unchanged (0.998–1.006).")
     out.append(
         "- Tried, not kept: the pool thread letting go of its reference to the job before it "
         "wakes the handle, so that the awaiting thread frees what it allocated: 0.997–1.001 "

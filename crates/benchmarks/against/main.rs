@@ -120,43 +120,37 @@ const ORDERS: [[usize; 3]; 6] = [
 /// One concurrent batch: its time from the first spawn to the last join.
 type Batch = fn() -> Pin<Box<dyn Future<Output = Duration> + Send>>;
 
+/// One concurrent batch: [`JOBS`] jobs started by `spawn` at once, then awaited in spawn
+/// order; its time from the first spawn to the last join.
+async fn concurrent_batch<J, T, E>(spawn: impl Fn() -> J) -> Duration
+where
+    J: Future<Output = Result<T, E>>,
+    E: std::fmt::Debug,
+{
+    let start = Instant::now();
+    let jobs: Vec<_> = (0..JOBS).map(|_| spawn()).collect();
+    for job in jobs {
+        black_box(job.await.expect("the job ran"));
+    }
+    start.elapsed()
+}
+
 fn concurrent_raw() -> Pin<Box<dyn Future<Output = Duration> + Send>> {
-    Box::pin(async {
-        let start = Instant::now();
-        let jobs: Vec<_> = (0..JOBS)
-            .map(|_| tokio::task::spawn_blocking(|| black_box(1u64)))
-            .collect();
-        for job in jobs {
-            black_box(job.await.expect("the job ran"));
-        }
-        start.elapsed()
-    })
+    Box::pin(concurrent_batch(|| {
+        tokio::task::spawn_blocking(|| black_box(1u64))
+    }))
 }
 
 fn concurrent_other() -> Pin<Box<dyn Future<Output = Duration> + Send>> {
-    Box::pin(async {
-        let start = Instant::now();
-        let jobs: Vec<_> = (0..JOBS)
-            .map(|_| other_tokio::spawn_native(|_token| black_box(1u64)))
-            .collect();
-        for job in jobs {
-            black_box(job.await.expect("the job ran"));
-        }
-        start.elapsed()
-    })
+    Box::pin(concurrent_batch(|| {
+        other_tokio::spawn_native(|_token| black_box(1u64))
+    }))
 }
 
 fn concurrent_this() -> Pin<Box<dyn Future<Output = Duration> + Send>> {
-    Box::pin(async {
-        let start = Instant::now();
-        let jobs: Vec<_> = (0..JOBS)
-            .map(|_| this_tokio::spawn_native(|_token| black_box(1u64)))
-            .collect();
-        for job in jobs {
-            black_box(job.await.expect("the job ran"));
-        }
-        start.elapsed()
-    })
+    Box::pin(concurrent_batch(|| {
+        this_tokio::spawn_native(|_token| black_box(1u64))
+    }))
 }
 
 /// As [`rounds`], with one concurrent batch per variant and round.

@@ -60,7 +60,7 @@ impl CancelToken {
     /// ```
     /// use std::io::Read;
     /// use std::net::{Shutdown, TcpListener, TcpStream};
-    /// use tethered::{AbortableNative, CancelReason};
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
     ///
     /// let listener = TcpListener::bind("127.0.0.1:0")?;
     /// let stream = TcpStream::connect(listener.local_addr()?)?;
@@ -86,7 +86,7 @@ impl CancelToken {
     pub fn arm<R, F>(&self, resource: R, unblock: F) -> Armed<R>
     where
         R: Send + 'static,
-        F: FnOnce(&mut R, &CancelReason) + Send + 'static,
+        F: FnOnce(&mut R, CancelReason) + Send + 'static,
     {
         let slot = Arc::new(Slot {
             resource: Mutex::new(Some(resource)),

@@ -1,5 +1,5 @@
 //! [`Completer`]: the publishing side of a job whose work runs elsewhere (a process
-//! supervisor, a foreign event loop), made by [`Builder::external`](crate::Builder::external).
+//! supervisor, a foreign event loop), made by [`external`](crate::bridge::external).
 
 use std::fmt;
 
@@ -8,15 +8,15 @@ use crate::sync::Arc;
 use crate::token::CancelToken;
 
 /// Publishes the result of a job whose work runs elsewhere: the counterpart of its
-/// [`AbortableNative`](crate::AbortableNative) handle, made by
-/// [`Builder::external`](crate::Builder::external).
+/// [`AbortableNative`](crate::AbortableNative) handle, handed to the start function of
+/// [`external`](crate::bridge::external).
 ///
 /// The job counts as running in [`stats()`](crate::stats) from the moment it is made until it
 /// completes. Whoever runs the work watches [`token`](Self::token) (with
 /// [`CancelToken::on_cancel`] to push a cancel into the work, or a check in its loop) and
 /// calls [`complete`](Self::complete) once the work has stopped; the handle then reads as
 /// every handle does (see [`NativeError`](crate::NativeError)): `Ok(value)` if no cancel came
-/// first, `Err(Cancelled { reason, returned: Some(value) })` if one did.
+/// first, `Err(Cancelled { reason, returned: Some(value), .. })` if one did.
 ///
 /// Dropping it without completing (the work was lost: its thread died, its loop closed)
 /// finishes the job as stopped with nothing returned: with the cancel's reason if the token
@@ -24,55 +24,81 @@ use crate::token::CancelToken;
 /// job's token is cancelled with it).
 ///
 /// ```
-/// use tethered::{AbortableNative, CancelReason, NativeError};
+/// use tethered::{CancelReason, Completer, JobOptions, NativeError, Tethered};
 ///
 /// // Work that some other thread (an event loop, a supervisor) carries out and reports.
-/// let (job, completer) = AbortableNative::builder().name("remote-7").external::<u32>();
-/// std::thread::spawn(move || {
-///     let token = completer.token();
-///     let mut steps = 0;
-///     while !token.is_cancelled() && steps < 1_000_000 {
-///         steps += 1;
-///     }
-///     completer.complete(steps);
-/// });
+/// let job = tethered::bridge::external(JobOptions::new().name("remote-7"), |completer: Completer<u32>| {
+///     std::thread::spawn(move || {
+///         let token = completer.token().clone();
+///         let mut steps = 0;
+///         while !token.is_cancelled() && steps < 1_000_000 {
+///             steps += 1;
+///         }
+///         completer.complete(steps);
+///     });
+/// })?;
 /// match job.join_blocking() {
 ///     Ok(steps) => assert_eq!(steps, 1_000_000),
 ///     Err(err) => panic!("nothing cancelled it: {err}"),
 /// }
 ///
 /// // A cancel reaches the worker through the token, and the stop reads as any job's:
-/// let (job, completer) = AbortableNative::builder().external::<&str>();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let job = tethered::bridge::external(JobOptions::new(), move |c: Completer<&str>| tx.send(c).unwrap())?;
 /// job.cancel(CancelReason::Timeout);
-/// completer.complete("partial");
+/// rx.recv().unwrap().complete("partial");
 /// let err = job.join_blocking().unwrap_err();
 /// assert!(matches!(err, NativeError::Cancelled { reason: CancelReason::Timeout, .. }));
 /// assert_eq!(err.into_returned(), Some("partial"));
+/// # Ok::<(), tethered::SpawnError>(())
 /// ```
 #[must_use = "dropping the completer finishes its job as stopped"]
 pub struct Completer<T: Send + 'static> {
     job: Option<Arc<Job<T, External<T>>>>,
+    token: CancelToken,
 }
 
 impl<T: Send + 'static> Completer<T> {
     pub(crate) fn new(job: Arc<Job<T, External<T>>>) -> Self {
-        Completer { job: Some(job) }
+        let token = job.token();
+        Completer {
+            job: Some(job),
+            token,
+        }
     }
 
     /// The job's token: cancelled when the job is (its handle dropped or cancelled, a
     /// deadline, a parent token).
-    pub fn token(&self) -> CancelToken {
-        match &self.job {
-            Some(job) => job.token(),
-            None => CancelToken::never(),
-        }
+    pub fn token(&self) -> &CancelToken {
+        &self.token
     }
 
     /// Whether the job's token was cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.job
-            .as_ref()
-            .is_some_and(|job| job.token_is_cancelled())
+        self.token.is_cancelled()
+    }
+
+    /// Counts the work as idle (`true`) or running (`false`) in [`stats()`](crate::stats): a
+    /// worker process between two requests is alive but does nothing, and leak accounting
+    /// should tell it from work that runs (a pool's idle workers read `idle`, not `running`).
+    /// Returns `false` if the job is not running (it finished).
+    ///
+    /// ```
+    /// use tethered::JobOptions;
+    ///
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let job = tethered::bridge::external(JobOptions::new(), move |c| tx.send(c).unwrap())?;
+    /// let completer: tethered::Completer<()> = rx.recv().unwrap();
+    /// let before = tethered::stats().idle;
+    /// assert!(completer.set_idle(true));
+    /// assert_eq!(tethered::stats().idle, before + 1);
+    /// completer.complete(()); // an idle job that completes leaves `idle`
+    /// job.join_blocking()?;
+    /// assert_eq!(tethered::stats().idle, before);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_idle(&self, idle: bool) -> bool {
+        self.job.as_ref().is_some_and(|job| job.set_idle(idle))
     }
 
     /// Finishes the job with what the work produced, and wakes its handle.
@@ -83,19 +109,21 @@ impl<T: Send + 'static> Completer<T> {
     }
 
     /// Finishes the job as panicked, with the panic the work caught (see
-    /// [`catch_panic`](crate::catch_panic)): the handle gives
+    /// [`catch_panic`](crate::bridge::catch_panic)): the handle gives
     /// `Err(NativeError::Panicked(panic))`, as for a spawned closure that panicked.
     ///
     /// ```
-    /// use tethered::{AbortableNative, NativeError};
+    /// use tethered::{Completer, JobOptions, NativeError};
     ///
-    /// let (job, completer) = AbortableNative::builder().external::<u32>();
-    /// match tethered::catch_panic(|| -> u32 { panic!("the work failed") }) {
-    ///     Ok(value) => completer.complete(value),
-    ///     Err(panic) => completer.panicked(panic),
-    /// }
+    /// let job = tethered::bridge::external(JobOptions::new(), |completer: Completer<u32>| {
+    ///     match tethered::bridge::catch_panic(|| -> u32 { panic!("the work failed") }) {
+    ///         Ok(value) => completer.complete(value),
+    ///         Err(panic) => completer.panicked(panic),
+    ///     }
+    /// })?;
     /// let err = job.join_blocking().unwrap_err();
     /// assert!(matches!(&err, NativeError::Panicked(panic) if panic.message() == Some("the work failed")));
+    /// # Ok::<(), tethered::SpawnError>(())
     /// ```
     pub fn panicked(mut self, panic: crate::JobPanic) {
         if let Some(job) = self.job.take() {

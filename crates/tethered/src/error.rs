@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::panic::JobPanic;
-use crate::reason::CancelReason;
+use crate::reason::{CancelReason, Cause};
 
 /// Why a tethered job produced no plain result: it was stopped, it panicked, or its caller
 /// stopped waiting. `T` is the job's output type, so a stopped job can hand back what its
@@ -18,13 +18,18 @@ use crate::reason::CancelReason;
 /// | What happened | The closure | The handle gives |
 /// | --- | --- | --- |
 /// | The job finished and no cancel came before its closure returned | returned `v` | `Ok(v)` |
-/// | A cancel came while the closure ran | returned `v` (a partial result, or all of it) | `Err(Cancelled { reason, returned: Some(v) })` |
-/// | A cancel came before the closure started | never runs | `Err(Cancelled { reason, returned: None })` |
-/// | The pool dropped the job unrun (it shut down) | never runs | `Err(Cancelled { reason: Shutdown, returned: None })` |
+/// | A cancel came while the closure ran | returned `v` (a partial result, or all of it) | `Err(Cancelled { reason, returned: Some(v), .. })` |
+/// | A cancel came before the closure started | never runs | `Err(Cancelled { reason, returned: None, .. })` |
+/// | The pool dropped the job unrun (it shut down) | never runs | `Err(Cancelled { reason: Shutdown, returned: None, .. })` |
 /// | A cancel came after the closure returned | returned `v` | `Ok(v)`; the cancel returns `false` |
 /// | The closure panicked | panicked | `Err(Panicked(..))` |
-/// | A `timeout` or [`cancel_when`](crate::Tethered::cancel_when) fired while the closure ran | still running | `Err(Abandoned { reason, grace: 0 })` at once (or the `Cancelled` row, if the closure returned before the timeout looked again) |
-/// | An [`abandon_after`](crate::Builder::abandon_after) grace passed after a cancel | still running | `Err(Abandoned { reason, grace })` |
+/// | A [`timeout`](crate::Tethered::timeout) or [`cancel_when`](crate::Tethered::cancel_when) fired while the closure ran | still running | `Err(Abandoned { reason, grace: 0, .. })` at once (or the `Cancelled` row, if the closure returned before the timeout looked again) |
+/// | A [`grace`](crate::JobOptions::grace) passed after a cancel | still running | `Err(Abandoned { reason, grace, .. })` |
+///
+/// Whatever stops a job first names the reason: a deadline that fired before the job's handle
+/// was dropped reads `Timeout`, however the threads interleave (see
+/// [`CancelSource::cancel`](crate::CancelSource::cancel)). The cancel's [`Cause`], if it gave
+/// one, is the error's [`source`](std::error::Error::source) and [`cause`](Self::cause).
 ///
 /// So `Ok` always means "finished, not stopped"; `Cancelled` means "stopped, and the native
 /// code is done with the job"; `Abandoned` means "told to stop, and the caller stopped waiting
@@ -33,7 +38,7 @@ use crate::reason::CancelReason;
 /// seals it, and whichever of the seal and the cancel comes first wins.
 ///
 /// ```
-/// use tethered::{AbortableNative, CancelReason, NativeError};
+/// use tethered::{AbortableNative, CancelReason, NativeError, Tethered};
 ///
 /// let (started_tx, started) = std::sync::mpsc::channel();
 /// let job = AbortableNative::spawn(move |token| {
@@ -47,7 +52,7 @@ use crate::reason::CancelReason;
 /// started.recv().unwrap();
 /// job.cancel(CancelReason::Timeout);
 /// match job.join_blocking() {
-///     Err(NativeError::Cancelled { reason, returned }) => {
+///     Err(NativeError::Cancelled { reason, returned, .. }) => {
 ///         assert_eq!(reason, CancelReason::Timeout);
 ///         assert!(returned.is_some()); // what the closure returned once it saw the cancel
 ///     }
@@ -68,9 +73,12 @@ pub enum NativeError<T> {
     /// with it: either the closure never ran (`returned` is `None`: the cancel came before it
     /// started, or the pool dropped it unrun with [`CancelReason::Shutdown`]), or it ran, saw
     /// the cancel (or not) and returned `returned`.
+    #[non_exhaustive]
     Cancelled {
         /// Why the job was cancelled.
         reason: CancelReason,
+        /// The cancel's cause, if it gave one.
+        cause: Option<Cause>,
         /// What the closure returned after the cancel, if it ran; boxed, so that the error stays
         /// small whatever `T` is (take it out with [`NativeError::into_returned`]).
         returned: Option<Box<T>>,
@@ -78,13 +86,16 @@ pub enum NativeError<T> {
     /// The closure panicked; the panic was caught on the native thread.
     Panicked(JobPanic),
     /// The job was cancelled and the caller stopped waiting while its closure still ran: at
-    /// once, when a `timeout` or [`cancel_when`](crate::Tethered::cancel_when) fired
-    /// (`grace` is zero), or `grace` after the cancel for a job built with
-    /// [`Builder::abandon_after`](crate::Builder::abandon_after). The closure runs on until it
-    /// notices, counted in [`stats()`](crate::stats)`.running`.
+    /// once, when a [`timeout`](crate::Tethered::timeout) or
+    /// [`cancel_when`](crate::Tethered::cancel_when) fired (`grace` is zero), or `grace` after
+    /// the cancel for a job with a [`grace`](crate::JobOptions::grace). The closure runs on
+    /// until it notices, counted in [`stats()`](crate::stats)`.running`.
+    #[non_exhaustive]
     Abandoned {
         /// Why the job was cancelled.
         reason: CancelReason,
+        /// The cancel's cause, if it gave one.
+        cause: Option<Cause>,
         /// How long the caller waited after the cancel.
         grace: Duration,
     },
@@ -92,9 +103,10 @@ pub enum NativeError<T> {
 
 impl<T> NativeError<T> {
     /// A job stopped before its closure ran (or whose closure returned nothing to keep).
-    pub(crate) fn cancelled(reason: CancelReason) -> Self {
+    pub(crate) fn cancelled(reason: CancelReason, cause: Option<Cause>) -> Self {
         NativeError::Cancelled {
             reason,
+            cause,
             returned: None,
         }
     }
@@ -116,10 +128,20 @@ impl<T> NativeError<T> {
 
     /// Why the job was stopped: the cancel's reason, if this is [`NativeError::Cancelled`] or
     /// [`NativeError::Abandoned`].
-    pub fn cancel_reason(&self) -> Option<&CancelReason> {
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
         match self {
             NativeError::Cancelled { reason, .. } | NativeError::Abandoned { reason, .. } => {
-                Some(reason)
+                Some(*reason)
+            }
+            NativeError::Panicked(_) => None,
+        }
+    }
+
+    /// The cancel's cause, if the job was stopped by a cancel that gave one.
+    pub fn cause(&self) -> Option<&Cause> {
+        match self {
+            NativeError::Cancelled { cause, .. } | NativeError::Abandoned { cause, .. } => {
+                cause.as_ref()
             }
             NativeError::Panicked(_) => None,
         }
@@ -136,17 +158,15 @@ impl<T> NativeError<T> {
     /// Takes what the closure returned after the cancel, if it ran and returned.
     ///
     /// ```
-    /// use tethered::{AbortableNative, CancelReason};
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
     ///
     /// let job = AbortableNative::spawn(|token| token.wait());
-    /// let token = job.token();
     /// job.cancel(CancelReason::Requested);
     /// let err = job.join_blocking().unwrap_err();
     /// // `Some` if the closure had started (it returned the reason it saw), `None` if not.
     /// if let Some(seen) = err.into_returned() {
     ///     assert_eq!(seen, CancelReason::Requested);
     /// }
-    /// # drop(token);
     /// ```
     pub fn into_returned(self) -> Option<T> {
         match self {
@@ -175,12 +195,25 @@ impl<T> NativeError<T> {
     /// partial result to its own type).
     pub fn map_returned<U>(self, f: impl FnOnce(T) -> U) -> NativeError<U> {
         match self {
-            NativeError::Cancelled { reason, returned } => NativeError::Cancelled {
+            NativeError::Cancelled {
                 reason,
+                cause,
+                returned,
+            } => NativeError::Cancelled {
+                reason,
+                cause,
                 returned: returned.map(|value| Box::new(f(*value))),
             },
             NativeError::Panicked(panic) => NativeError::Panicked(panic),
-            NativeError::Abandoned { reason, grace } => NativeError::Abandoned { reason, grace },
+            NativeError::Abandoned {
+                reason,
+                cause,
+                grace,
+            } => NativeError::Abandoned {
+                reason,
+                cause,
+                grace,
+            },
         }
     }
 
@@ -205,26 +238,27 @@ impl<T> NativeError<T> {
     }
 }
 
+/// Says what happened, in one sentence; the cancel's cause and the panic are the error's
+/// [`source`](std::error::Error::source), not repeated here.
 impl<T> fmt::Display for NativeError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NativeError::Cancelled { reason, returned } => {
+            NativeError::Cancelled {
+                reason, returned, ..
+            } => {
                 write!(f, "native job cancelled: {reason}")?;
                 if returned.is_some() {
                     f.write_str(" (its closure returned a value after the cancel)")?;
                 }
                 Ok(())
             }
-            NativeError::Panicked(panic) => match panic.message() {
-                Some(message) => write!(f, "native job panicked: {message}"),
-                None => f.write_str("native job panicked (with a payload that is not a string)"),
-            },
-            NativeError::Abandoned { reason, grace } if grace.is_zero() => write!(
+            NativeError::Panicked(_) => f.write_str("native job panicked"),
+            NativeError::Abandoned { reason, grace, .. } if grace.is_zero() => write!(
                 f,
                 "native job abandoned: cancelled ({reason}) and still running when the caller \
                  stopped waiting; it runs on until it notices"
             ),
-            NativeError::Abandoned { reason, grace } => write!(
+            NativeError::Abandoned { reason, grace, .. } => write!(
                 f,
                 "native job abandoned: cancelled ({reason}) and still running {grace:?} later; \
                  it runs on, counted as detached"
@@ -238,25 +272,42 @@ impl<T> fmt::Display for NativeError<T> {
 impl<T> fmt::Debug for NativeError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NativeError::Cancelled { reason, returned } => f
+            NativeError::Cancelled {
+                reason,
+                cause,
+                returned,
+            } => f
                 .debug_struct("Cancelled")
                 .field("reason", reason)
+                .field("cause", cause)
                 .field(
                     "returned",
                     &returned.as_ref().map(|_| std::any::type_name::<T>()),
                 )
                 .finish(),
             NativeError::Panicked(panic) => f.debug_tuple("Panicked").field(panic).finish(),
-            NativeError::Abandoned { reason, grace } => f
+            NativeError::Abandoned {
+                reason,
+                cause,
+                grace,
+            } => f
                 .debug_struct("Abandoned")
                 .field("reason", reason)
+                .field("cause", cause)
                 .field("grace", grace)
                 .finish(),
         }
     }
 }
 
-impl<T> std::error::Error for NativeError<T> {}
+impl<T> std::error::Error for NativeError<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NativeError::Panicked(panic) => Some(panic),
+            _ => self.cause().map(|cause| cause.as_error() as _),
+        }
+    }
+}
 
 /// A [`Cancelled`](crate::Cancelled) from [`CancelToken::check`](crate::CancelToken::check) is a
 /// [`NativeError::Cancelled`] with nothing returned, so a closure returning `Result<_, Cancelled>`
@@ -276,6 +327,7 @@ impl<T> std::error::Error for NativeError<T> {}
 /// ```
 impl<T> From<crate::Cancelled> for NativeError<T> {
     fn from(cancelled: crate::Cancelled) -> Self {
-        NativeError::cancelled(cancelled.into_reason())
+        let reason = cancelled.reason();
+        NativeError::cancelled(reason, cancelled.into_cause())
     }
 }

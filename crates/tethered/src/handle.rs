@@ -1,12 +1,19 @@
 //! [`Tethered`]: what every handle to tethered work has in common, so that timeouts, races and
-//! other crates' handles (a child process, a Python job) compose with one another.
+//! other crates' handles (a child process, a pool turn) compose with one another, and
+//! [`CancelAndJoin`], its cancel-and-join future.
 
+use std::fmt;
 use std::future::Future;
-use std::time::Duration;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
+use crate::cancel_when::CancelWhen;
 use crate::error::NativeError;
-use crate::native::AbortableNative;
-use crate::reason::CancelReason;
+use crate::job_id::JobId;
+use crate::native::AbortHandle;
+use crate::reason::{CancelReason, Cause};
+use crate::timeout::Timeout;
 use crate::token::CancelToken;
 
 /// A handle to work tethered to the future that awaits it: it resolves to
@@ -14,12 +21,15 @@ use crate::token::CancelToken;
 /// whoever stopped the work: see [`NativeError`]), and it can be cancelled from the awaiting
 /// side with a reason the work can read.
 ///
-/// [`AbortableNative`] is one; crates built on tethered (a child process handle, a job behind a
-/// foreign event loop) implement it too, so that [`CancelWhen`](crate::CancelWhen) and every
-/// adapter's `timeout` accept them alike. `&mut J` is one too: time out, keep the handle, and
-/// then wait for what the work returns.
+/// [`AbortableNative`](crate::AbortableNative) is one, and so are the handles of the crates
+/// built on tethered (a child process, a pool turn); `&mut J` is one too: time out, keep the
+/// handle, and then wait for what the work returns. A handle implements four methods
+/// ([`id`](Self::id), [`token`](Self::token), [`is_finished`](Self::is_finished),
+/// [`abort_handle`](Self::abort_handle)) and gets every other from here: cancel with a reason
+/// (and a cause), deadlines, a race against a signal, a timeout, cancel-and-join.
 ///
 /// ```
+/// use std::time::Duration;
 /// use tethered::{AbortableNative, CancelReason, NativeError, Tethered};
 ///
 /// let mut job = AbortableNative::spawn(|token| {
@@ -29,15 +39,14 @@ use crate::token::CancelToken;
 ///     }
 ///     steps
 /// });
-/// // Stop waiting at a signal (here one that is ready at once), but keep the handle...
-/// let signal = std::future::ready(());
-/// let result = match futures_executor::block_on((&mut job).cancel_when(signal, CancelReason::Timeout)) {
+/// // Stop waiting after 10 ms, but keep the handle...
+/// let result = match futures_executor::block_on((&mut job).timeout(Duration::from_millis(10))) {
 ///     // ...to wait, if the closure still ran, until it has stopped, for what it returned.
 ///     Err(NativeError::Abandoned { .. }) => futures_executor::block_on(job),
 ///     // (It had not started, or it stopped at once: that is its answer already.)
 ///     answered => answered,
 /// };
-/// assert_eq!(result.unwrap_err().cancel_reason(), Some(&CancelReason::Timeout));
+/// assert_eq!(result.unwrap_err().cancel_reason(), Some(CancelReason::Timeout));
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tethered handle",
@@ -49,45 +58,196 @@ pub trait Tethered: Future<Output = Result<Self::Value, NativeError<Self::Value>
     /// What the work produces when it finishes.
     type Value;
 
-    /// Cancels the work with `reason`: `true` if this call cancelled it, `false` if it was
-    /// cancelled already or has finished (a finished job is left alone).
-    fn cancel(&self, reason: CancelReason) -> bool;
+    /// The job's id, unique within the process.
+    fn id(&self) -> JobId;
 
-    /// A token that is cancelled when the work is.
-    fn token(&self) -> CancelToken;
+    /// The job's token: cancelled when the job is.
+    fn token(&self) -> &CancelToken;
 
-    /// Cancels the work with [`CancelReason::Timeout`] once `delay` has passed, unless it
-    /// finished first; awaiting the handle then waits for what the work returned. "Time out,
-    /// then wait until the work has stopped", on the crate's own timer (no runtime needed); the
-    /// deadline is the work's token's ([`CancelToken::deadline`]).
+    /// Whether the work is finished: its closure has returned, or it will never run.
+    fn is_finished(&self) -> bool;
+
+    /// A cheap, clonable handle that cancels this work from elsewhere (another task, a
+    /// callback, a signal handler's thread) without owning its result.
     ///
-    /// # Errors
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
     ///
-    /// Only if the timer thread is not running yet and the OS refuses to start it.
-    fn cancel_after(&self, delay: Duration) -> std::io::Result<()>;
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// let abort = job.abort_handle();
+    /// std::thread::spawn(move || abort.cancel(CancelReason::Requested));
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(CancelReason::Requested));
+    /// ```
+    fn abort_handle(&self) -> AbortHandle;
 
-    /// Races the work against `signal`; see [`CancelWhen`](crate::CancelWhen).
-    fn cancel_when<S: Future>(self, signal: S, reason: CancelReason) -> crate::CancelWhen<Self, S>
+    /// Cancels the work with `reason`: `true` if this call decided its reason, `false` if it
+    /// was cancelled already (by anyone, or by an ancestor whose cancel came first: see
+    /// [`CancelSource::cancel`](crate::CancelSource::cancel)) or has finished (a finished job
+    /// is left alone).
+    ///
+    /// A running closure sees its token cancelled, and the handle resolves when it returns, to
+    /// `Err(NativeError::Cancelled { reason, returned: Some(what it returned), .. })`. A job
+    /// whose closure has not started finishes at once with `returned: None`, even while its
+    /// task waits in a full pool: the closure is dropped unrun, and the pool's later run of the
+    /// task does nothing.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
+    ///
+    /// let (started_tx, started) = mpsc::channel();
+    /// let job = AbortableNative::spawn(move |token| {
+    ///     started_tx.send(()).unwrap();
+    ///     token.wait()
+    /// });
+    /// started.recv().unwrap(); // the closure runs: it will see the cancel and return
+    /// assert!(job.cancel(CancelReason::Requested));
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(CancelReason::Requested));
+    /// assert_eq!(err.into_returned(), Some(CancelReason::Requested));
+    /// ```
+    fn cancel(&self, reason: CancelReason) -> bool {
+        self.abort_handle().cancel(reason)
+    }
+
+    /// [`cancel`](Self::cancel) with a [`Cause`] the work reads from its token
+    /// ([`CancelToken::cause`]) and the handle's error carries ([`NativeError::cause`]).
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, Cause, Tethered};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// job.cancel_with_cause(CancelReason::Requested, Cause::msg("the user pressed stop"));
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cause().unwrap().to_string(), "the user pressed stop");
+    /// ```
+    fn cancel_with_cause(&self, reason: CancelReason, cause: impl Into<Cause>) -> bool
     where
         Self: Sized,
     {
-        crate::CancelWhen::new(self, signal, reason)
-    }
-}
-
-impl<T> Tethered for AbortableNative<T> {
-    type Value = T;
-
-    fn cancel(&self, reason: CancelReason) -> bool {
-        AbortableNative::cancel(self, reason)
+        self.abort_handle().cancel_with_cause(reason, cause)
     }
 
-    fn token(&self) -> CancelToken {
-        AbortableNative::token(self)
+    /// Cancels the work with [`CancelReason::Timeout`] at `deadline`, unless it finished (or
+    /// was cancelled) first: a deadline on the crate's timer thread, with no runtime needed,
+    /// that the work's token carries ([`CancelToken::deadline`]). Awaiting the handle then
+    /// gives the work's own answer once it has stopped (`Cancelled { reason: Timeout, .. }`
+    /// if the deadline came first): "time out, then wait until the work has stopped". A
+    /// deadline that has passed cancels at once. The deadline keeps neither the job nor its
+    /// result alive, and leaves the timer as soon as the job finishes or is cancelled.
+    ///
+    /// # Errors
+    ///
+    /// Only if the timer thread is not running yet and the OS refuses to start it; nothing is
+    /// scheduled then, and a later call tries again.
+    fn cancel_at(&self, deadline: Instant) -> std::io::Result<()> {
+        self.abort_handle().cancel_at(deadline)
     }
 
+    /// [`cancel_at`](Self::cancel_at) `delay` from now; a `delay` too long for an `Instant`
+    /// (`Duration::MAX`) never fires.
+    ///
+    /// # Errors
+    ///
+    /// As [`cancel_at`](Self::cancel_at).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// job.cancel_after(Duration::from_millis(10))?;
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     fn cancel_after(&self, delay: Duration) -> std::io::Result<()> {
-        AbortableNative::cancel_after(self, delay)
+        match Instant::now().checked_add(delay) {
+            Some(deadline) => self.cancel_at(deadline),
+            None => Ok(()),
+        }
+    }
+
+    /// Races the work against `signal`: its result if it finishes first; if `signal`
+    /// completes first, the work is cancelled with `reason` and the future stops waiting at
+    /// once (see [`CancelWhen`] for what it resolves to).
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, NativeError, Tethered};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// let token = job.token().clone();
+    /// let raced = job.cancel_when(std::future::ready(()), CancelReason::Shutdown);
+    /// let err = futures_executor::block_on(raced).unwrap_err();
+    /// // Stopped at once: `Cancelled` if it had not started, `Abandoned` if it was running.
+    /// assert!(matches!(err, NativeError::Cancelled { .. } | NativeError::Abandoned { .. }));
+    /// assert_eq!(err.cancel_reason(), Some(CancelReason::Shutdown));
+    /// assert_eq!(token.reason(), Some(CancelReason::Shutdown));
+    /// ```
+    fn cancel_when<S: Future>(self, signal: S, reason: CancelReason) -> CancelWhen<Self, S>
+    where
+        Self: Sized,
+    {
+        CancelWhen::new(self, signal, reason)
+    }
+
+    /// A deadline the caller hears at once: if the work has not finished `duration` from now,
+    /// it is cancelled with [`CancelReason::Timeout`] and the future resolves right then (to
+    /// `Abandoned` if the work still runs, see [`Timeout`]). On the crate's own timer, so it
+    /// works on every runtime. Pass `&mut job` to keep the handle and await it afterwards for
+    /// what the work returned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
+    ///
+    /// let job = AbortableNative::spawn(|token| token.wait());
+    /// let token = job.token().clone();
+    /// let err = futures_executor::block_on(job.timeout(Duration::from_millis(10))).unwrap_err();
+    /// assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
+    /// assert_eq!(token.reason(), Some(CancelReason::Timeout));
+    /// ```
+    fn timeout(self, duration: Duration) -> Timeout<Self>
+    where
+        Self: Sized,
+    {
+        Timeout::new(self, Instant::now().checked_add(duration))
+    }
+
+    /// [`timeout`](Self::timeout) at an instant.
+    fn timeout_at(self, deadline: Instant) -> Timeout<Self>
+    where
+        Self: Sized,
+    {
+        Timeout::new(self, Some(deadline))
+    }
+
+    /// Cancels with [`CancelReason::Requested`] now, and returns a future that resolves only
+    /// after the work has stopped (its closure returned, or was skipped), to what it returned:
+    /// cancel-and-join.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tethered::{AbortableNative, CancelReason, NativeError, Tethered};
+    ///
+    /// let (started_tx, started) = mpsc::channel();
+    /// let job = AbortableNative::spawn(move |token| {
+    ///     started_tx.send(()).unwrap();
+    ///     token.wait(); // blocks until cancelled
+    ///     "cleaned up"
+    /// });
+    /// started.recv().unwrap();
+    /// let result = futures_executor::block_on(job.cancel_and_join());
+    /// // The closure has returned, and what it returned comes back with the stop:
+    /// assert_eq!(result.unwrap_err().into_returned(), Some("cleaned up"));
+    /// ```
+    fn cancel_and_join(self) -> CancelAndJoin<Self>
+    where
+        Self: Sized,
+    {
+        self.cancel(CancelReason::Requested);
+        CancelAndJoin { handle: self }
     }
 }
 
@@ -96,15 +256,46 @@ impl<T> Tethered for AbortableNative<T> {
 impl<J: Tethered + ?Sized> Tethered for &mut J {
     type Value = J::Value;
 
-    fn cancel(&self, reason: CancelReason) -> bool {
-        (**self).cancel(reason)
+    fn id(&self) -> JobId {
+        (**self).id()
     }
 
-    fn token(&self) -> CancelToken {
+    fn token(&self) -> &CancelToken {
         (**self).token()
     }
 
-    fn cancel_after(&self, delay: Duration) -> std::io::Result<()> {
-        (**self).cancel_after(delay)
+    fn is_finished(&self) -> bool {
+        (**self).is_finished()
+    }
+
+    fn abort_handle(&self) -> AbortHandle {
+        (**self).abort_handle()
+    }
+
+    fn cancel(&self, reason: CancelReason) -> bool {
+        (**self).cancel(reason)
+    }
+}
+
+/// Resolves once cancelled work has stopped, to what it returned; made by
+/// [`Tethered::cancel_and_join`].
+#[must_use = "futures do nothing unless polled"]
+pub struct CancelAndJoin<J> {
+    handle: J,
+}
+
+impl<J: Tethered> Future for CancelAndJoin<J> {
+    type Output = J::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.handle).poll(cx)
+    }
+}
+
+impl<J: fmt::Debug> fmt::Debug for CancelAndJoin<J> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelAndJoin")
+            .field("handle", &self.handle)
+            .finish()
     }
 }

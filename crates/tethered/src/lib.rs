@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tethered::{AbortableNative, CancelReason, NativeError};
+//! use tethered::{AbortableNative, CancelReason, NativeError, Tethered};
 //!
 //! // A thread of its own, as the core crate has no pool (an adapter's `spawn_native` puts
 //! // the same closure on a runtime's blocking pool: see the table below).
@@ -22,7 +22,7 @@
 //! // A deadline the closure hears; awaiting (here joining) waits until it has stopped.
 //! job.cancel_after(Duration::from_millis(50))?;
 //! match job.join_blocking() {
-//!     Err(NativeError::Cancelled { reason, returned }) => {
+//!     Err(NativeError::Cancelled { reason, returned, .. }) => {
 //!         assert_eq!(reason, CancelReason::Timeout);
 //!         println!("stopped ({reason}) after {returned:?} steps");
 //!     }
@@ -31,7 +31,7 @@
 //!
 //! // Dropping an unfinished handle (a lost `select!`, a client that hung up) stops it too.
 //! let job = AbortableNative::spawn(|token| token.wait());
-//! let token = job.token();
+//! let token = job.token().clone();
 //! drop(job);
 //! assert_eq!(token.wait(), CancelReason::Dropped);
 //! # Ok::<(), std::io::Error>(())
@@ -39,58 +39,57 @@
 //!
 //! # Which one?
 //!
-//! Seven functions start a job, across this crate and the three runtime adapters:
-//!
 //! | To run a job... | Use | Why this one |
 //! | --- | --- | --- |
-//! | in an async service, on the runtime's blocking pool | `tethered_tokio::spawn_native`, `tethered_smol::spawn_native`, `tethered_async_std::spawn_native` | `spawn_blocking` with a token: the default |
-//! | in a group a server bounds, cancels and shuts down as one | [`NativeScope::spawn`] | a limit on running jobs, `cancel_all`, shutdown with a report |
-//! | with a name, a parent token or an abandon grace, or on a pool you name | [`Builder::spawn_on`] (from [`AbortableNative::builder`]) | every option; reports a refused spawn as a [`SpawnError`] |
-//! | the same, in a scope | [`Builder::spawn_in`] | every option, and the scope's bookkeeping |
-//! | on a thread of its own (a CLI, a test, a few long jobs) | [`AbortableNative::spawn`] | no runtime, no pool: a thread per job |
+//! | in an async service, on the runtime's blocking pool | `tethered_tokio::spawn_native(f)` (`tethered_smol::`, `tethered_async_std::`) | `spawn_blocking` with a token: the default |
+//! | the same, with a name, a deadline, a grace, a request's token, a scope or a panic policy | `tethered_tokio::spawn_native_with(options, f)` with [`JobOptions`] | every option; a refused spawn comes back as a [`SpawnError`] |
+//! | in a group a server bounds, cancels and shuts down as one | [`NativeScope::spawn`], or [`JobOptions::in_scope`] | a limit on running jobs, `cancel_all`, shutdown with a report |
+//! | several at once, the first failure stopping the rest | [`JobGroup`] | fail-fast, results as they come (`join_next`) |
+//! | on a thread of its own (a CLI, a test, a few long jobs), or on a pool you name | [`AbortableNative::spawn`], or [`spawn`] with [`JobOptions::on`] | no runtime needed |
 //!
 //! A job whose work runs elsewhere (a child process's supervisor, a foreign event loop) is
-//! made by [`Builder::external`], and a [`Completer`] publishes its result.
+//! made by [`bridge::external`], and a [`Completer`] publishes its result.
 //!
 //! # Reading a stop
 //!
 //! Every handle resolves to `Result<T, NativeError<T>>`, and reads the same way whoever
 //! stopped the job, a drop, a timeout, a deadline, a parent, a scope, a shutdown or an
 //! explicit cancel: `Ok(value)` means it finished and nothing stopped it;
-//! `Err(NativeError::Cancelled { reason, returned })` means it was stopped, the native code is
-//! done, and `returned` holds what the closure returned after the cancel (`None` if it never
+//! `Err(NativeError::Cancelled { reason, returned, .. })` means it was stopped, the native code
+//! is done, and `returned` holds what the closure returned after the cancel (`None` if it never
 //! ran); `Err(NativeError::Abandoned { .. })` means the caller stopped waiting while the
-//! closure still ran. [`NativeError`] has the table of every case.
+//! closure still ran. [`NativeError`] has the table of every case, and [`CancelReason`] the
+//! table of which event reads which reason, in every language of the family.
 //!
-//! Two ways to put a deadline on a job: an adapter's `timeout(d, job)` answers at the
-//! deadline (with `&mut job` it keeps the handle, to await afterwards); [`Tethered::cancel_after`]
-//! cancels at the deadline and the handle waits for what the closure returns.
+//! Two ways to put a deadline on a job: [`Tethered::timeout`] answers at the deadline (with
+//! `&mut job` it keeps the handle, to await afterwards); [`Tethered::cancel_after`] (or
+//! [`JobOptions::timeout`]) cancels at the deadline and the handle waits for what the closure
+//! returns.
 //!
 //! # The pieces
 //!
 //! - [`CancelSource`] / [`CancelToken`]: the owner and observer sides of one cancellation.
 //!   [`CancelToken::is_cancelled`] is one atomic load; [`CancelToken::cancelled`] is a future;
 //!   [`CancelToken::wait_timeout`] an interruptible sleep; [`CancelToken::on_cancel`] pushes
-//!   the cancel into code that cannot poll; [`CancelToken::child`] links sources into a tree;
-//!   [`CancelToken::never`] is a token for callers with nothing to cancel;
-//!   [`CancelSource::cancel_after`] sets a deadline, which children inherit
-//!   ([`CancelToken::deadline`], [`CancelToken::time_left`]); [`CancelToken::run_until_cancelled`]
+//!   the cancel into code that cannot poll; [`CancelToken::child`] and
+//!   [`CancelSource::any_of`] link sources into a tree; [`CancelToken::never`] is a token for
+//!   callers with nothing to cancel; [`CancelSource::cancel_at`] sets a deadline, which
+//!   children inherit ([`CancelToken::deadline`]); [`CancelSource::cancel_with_cause`] gives a
+//!   cancel a [`Cause`] beside its [`CancelReason`]; [`CancelToken::run_until_cancelled`]
 //!   races async code against a token; [`CancelToken::arm`] arms an unblock action (shut a
 //!   socket down, kill a child) for a call blocked in the kernel, disarmed before reuse.
 //! - [`CancelOnDrop`]: wraps any future so that dropping it unfinished cancels a source.
-//! - [`AbortableNative`]: a job on a native thread, tethered to the future that awaits it, and
-//!   the [`Spawner`] trait that puts its [`Runnable`] on a thread ([`ThreadSpawner`] here;
-//!   tokio, smol and async-std in the adapter crates). [`AbortHandle`] cancels one job from
-//!   elsewhere; [`Tethered`] is what every handle to tethered work (a thread's, a child
-//!   process's, `&mut` either) has in common, so timeouts take any of them.
+//! - [`AbortableNative`]: a job on a native thread, tethered to the future that awaits it;
+//!   [`JobOptions`] says how to start one; the [`Spawner`] trait puts its [`Runnable`] on a
+//!   thread ([`ThreadSpawner`] here; tokio, smol and async-std in the adapter crates).
+//!   [`Tethered`] is what every handle to tethered work (a thread's, a child process's, `&mut`
+//!   either) has in common: cancel, deadlines, [`Tethered::timeout`], cancel-and-join;
+//!   [`AbortHandle`] cancels one job from elsewhere.
 //! - [`NativeScope`]: a group of jobs, cancelled together, optionally bounded, shut down with
-//!   a deadline and a report of the stragglers; [`Builder`] (from [`AbortableNative::builder`])
-//!   names a job (its thread carries the name while it runs), ties it to an outer token and
-//!   sets its abandon policy.
-//! - [`stats()`]: process-wide counts of running, detached and cancelled jobs, so a leak shows;
-//!   [`testing::assert_all_returned`] ends a test with proof of it.
-//! - [`catch_panic`] and [`drop_contained`]: the crate's own panic containment, for bridges
-//!   that run user code on a thread that must not unwind.
+//!   a deadline and a [`ShutdownReport`] of the stragglers. [`JobGroup`]: a fail-fast group.
+//! - [`stats()`]: process-wide counts of running, idle, detached and cancelled jobs, so a leak
+//!   shows; [`testing::assert_all_returned`] ends a test with proof of it.
+//! - [`bridge`]: what adapters and language bridges build on.
 //!
 //! # Features
 //!
@@ -101,26 +100,33 @@
 //! # Guarantees
 //!
 //! - Dropping an unfinished [`AbortableNative`] cancels its token with [`CancelReason::Dropped`].
-//! - One lifecycle per job: every job runs on its own token (a child of the token the caller
+//! - One lifecycle per job: every job runs on its own token (a child of the tokens the caller
 //!   gives, if any), and finishing seals it. A cancel and a finish are decided in one place,
 //!   that token's state word: a cancel that came first makes the result `Cancelled` (with what
 //!   the closure returned), one that came after changes nothing (its `cancel` returns
-//!   `false`), a job never cancels its caller's token or its siblings, and [`CancelWhen`]
-//!   (every adapter's `timeout`) never drops a result that was published.
+//!   `false`), a job never cancels its caller's token or its siblings, and [`Timeout`] and
+//!   [`CancelWhen`] never drop a result that was published.
+//! - The first cause wins: a token cancelled while one of its ancestors' cancel is still on
+//!   its way down takes that ancestor's reason and cause, and `cancel` returns `true` only
+//!   for the call whose reason the token reads ([`CancelSource::cancel`]).
 //! - A job cancelled before its closure started never runs its closure.
 //! - Callbacks run one at a time, in registration order, on the cancelling thread, each at
 //!   most once; [`CancelToken::on_cancel`] states when a callback runs, in every state of its
 //!   token.
 //! - The token tree is stack-safe: cancel and drop walk it with loops, so a chain of a million
-//!   levels cancels and drops on a default 2 MiB stack. A token whose handles all went is
-//!   spliced out (its children move up to its parent), so a long-lived leaf keeps no dead
-//!   ancestor alive.
-//! - Every grace, timeout and deadline saturates: `Duration::MAX` means never.
+//!   levels (of children or of [`any_of`](CancelSource::any_of) links) cancels and drops on a
+//!   small thread stack. A token whose handles all went is spliced out (its children move up to
+//!   its parent), so a long-lived leaf keeps no dead ancestor alive.
+//! - Every grace, timeout and deadline saturates: `Duration::MAX` means never. Every limit is
+//!   a `NonZero` integer.
+//! - Fork: a forked child (gunicorn's preload, `multiprocessing`'s fork) starts the crate's
+//!   timer thread afresh on first use; handles made before the fork belong to the parent.
 //!
 //! # Where a panic goes
 //!
-//! No panic from user code leaves a call into this crate, aborts the process, or leaves its
-//! state half-changed; each is counted in [`stats()`]:
+//! No panic from user code leaves a call into this crate, aborts the process (unless a job
+//! asks for [`PanicPolicy::Abort`]), or leaves its state half-changed; each is counted in
+//! [`stats()`]:
 //!
 //! - a job's closure: its handle resolves to [`NativeError::Panicked`] (`panicked`);
 //! - an `on_cancel` callback: caught, the other callbacks still run (`callback_panics`);
@@ -130,16 +136,15 @@
 //! - a [`Spawner`] that panics: the spawn fails with a [`SpawnError`] naming the panic;
 //! - a waker that panics when woken: caught, as a callback's panic is.
 //!
-//! The panic hook still prints each panic as it happens.
-//! - No callback, waker or user `Drop` ever runs while a lock of this crate is held.
-//! - Every concurrent state machine here is model-checked with [loom](https://docs.rs/loom)
-//!   (see `loom-tests/` in the repository).
+//! The panic hook still prints each panic as it happens. No callback, waker or user `Drop`
+//! ever runs while a lock of this crate is held. Every concurrent state machine here is
+//! model-checked with [loom](https://docs.rs/loom) (see `loom-tests/` in the repository).
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod armed;
-mod builder;
+pub mod bridge;
 mod callback;
 mod cancel_on_drop;
 mod cancel_when;
@@ -147,14 +152,18 @@ mod completer;
 mod contain;
 mod deferred;
 mod error;
+mod group;
 mod handle;
 mod job;
+mod job_id;
 mod native;
+mod options;
 mod panic;
 mod queue;
 mod reason;
 mod report;
 mod scope;
+mod shutdown;
 mod spawn_error;
 mod spawner;
 mod state;
@@ -162,6 +171,7 @@ mod stats;
 mod sync;
 pub mod testing;
 mod thread_name;
+mod timeout;
 mod timer;
 mod token;
 mod trace;
@@ -169,22 +179,27 @@ mod until;
 mod wait;
 
 pub use armed::Armed;
-pub use builder::Builder;
 pub use callback::CallbackGuard;
 pub use cancel_on_drop::{CancelOnDrop, CancelOnDropExt};
 pub use cancel_when::CancelWhen;
 pub use completer::Completer;
-pub use contain::{catch_panic, drop_contained};
 pub use error::NativeError;
-pub use handle::Tethered;
-pub use native::{AbortHandle, AbortableNative, CancelAndJoin};
+pub use group::{GroupFailure, JobGroup, JoinNext, JoinNextWithId, Joined};
+pub use handle::{CancelAndJoin, Tethered};
+pub use job_id::JobId;
+pub use native::{AbortHandle, AbortableNative, spawn};
+pub use options::{
+    ExternalPlacement, InScope, JobOptions, OnSpawner, PanicPolicy, Placement, Unplaced,
+};
 pub use panic::JobPanic;
-pub use reason::{CancelReason, Cancelled};
+pub use reason::{CancelReason, Cancelled, Cause};
 pub use report::{ShutdownReport, Straggler};
 pub use scope::{NativeScope, ScopeShutdown, WaitIdle};
+pub use shutdown::{Shutdown, ShutdownFuture};
 pub use spawn_error::SpawnError;
 pub use spawner::{Runnable, Spawner, ThreadSpawner};
-pub use stats::{NativeStats, stats};
+pub use stats::{NativeStats, ScopeStats, stats};
+pub use timeout::Timeout;
 pub use token::{CancelGuard, CancelSource, CancelToken};
 pub use until::RunUntilCancelled;
 pub use wait::WaitCancelled;

@@ -5,7 +5,8 @@ use std::fmt;
 
 use crate::sync::DataMutex;
 
-/// A panic caught on a native thread: its message and payload.
+/// A panic caught on a native thread: its message and payload. An error whose `Display` is
+/// the panic's message.
 ///
 /// Dropping it drops the payload contained: a panic from the payload's own `Drop` is counted in
 /// [`stats()`](crate::stats)`.drop_panics`, never unwound into the caller.
@@ -16,7 +17,15 @@ pub struct JobPanic {
 }
 
 impl JobPanic {
-    pub(crate) fn new(payload: Box<dyn Any + Send + 'static>) -> Self {
+    /// A panic caught elsewhere (`std::panic::catch_unwind`, a `JoinError` of tokio), from its
+    /// payload.
+    ///
+    /// ```
+    /// let payload = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+    /// let panic = tethered::JobPanic::new(payload);
+    /// assert_eq!(panic.message(), Some("boom"));
+    /// ```
+    pub fn new(payload: Box<dyn Any + Send + 'static>) -> Self {
         let message = if let Some(text) = payload.downcast_ref::<&'static str>() {
             Some((*text).to_owned())
         } else {
@@ -34,6 +43,10 @@ impl JobPanic {
     }
 
     /// The payload, e.g. for [`std::panic::resume_unwind`].
+    ///
+    /// # Panics
+    ///
+    /// Never: a `JobPanic` holds its payload until this takes it or the value is dropped.
     pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
         self.take_payload()
             .expect("a `JobPanic` holds its payload until it is taken or dropped")
@@ -50,6 +63,18 @@ impl Drop for JobPanic {
         crate::contain::drop_contained(self.take_payload());
     }
 }
+
+/// The panic's message, or says that its payload is not a string.
+impl fmt::Display for JobPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.message {
+            Some(message) => f.write_str(message),
+            None => f.write_str("a panic whose payload is not a string"),
+        }
+    }
+}
+
+impl std::error::Error for JobPanic {}
 
 impl fmt::Debug for JobPanic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

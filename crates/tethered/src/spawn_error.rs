@@ -3,7 +3,8 @@
 use std::fmt;
 use std::io;
 
-/// A job could not be started.
+/// A job could not be started. Its `Display` says what refused it; the underlying error, if
+/// any, is its [`source`](std::error::Error::source).
 ///
 /// ```
 /// use tethered::SpawnError;
@@ -19,6 +20,9 @@ use std::io;
 pub enum SpawnError {
     /// The operating system refused to start a thread.
     Thread(io::Error),
+    /// The job has a deadline, and the crate's timer thread, which keeps it, could not be
+    /// started.
+    Timer(io::Error),
     /// There is no runtime to spawn on from here.
     NoRuntime {
         /// Which runtime was looked for.
@@ -61,9 +65,10 @@ impl SpawnError {
 impl fmt::Display for SpawnError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SpawnError::Thread(err) => {
-                write!(f, "the operating system refused to start a thread: {err}")
-            }
+            SpawnError::Thread(_) => f.write_str("the operating system refused to start a thread"),
+            SpawnError::Timer(_) => f.write_str(
+                "the job has a deadline and the timer thread that keeps it could not be started",
+            ),
             SpawnError::NoRuntime { runtime, hint } => {
                 write!(f, "no {runtime} runtime is running on this thread ({hint})")
             }
@@ -76,7 +81,7 @@ impl fmt::Display for SpawnError {
             SpawnError::ScopeClosed => {
                 f.write_str("the native scope is shut down and takes no new jobs")
             }
-            SpawnError::Other(err) => write!(f, "the spawner failed: {err}"),
+            SpawnError::Other(_) => f.write_str("the spawner failed"),
         }
     }
 }
@@ -84,7 +89,7 @@ impl fmt::Display for SpawnError {
 impl std::error::Error for SpawnError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SpawnError::Thread(err) => Some(err),
+            SpawnError::Thread(err) | SpawnError::Timer(err) => Some(err),
             SpawnError::Other(err) => Some(&**err),
             _ => None,
         }

@@ -19,12 +19,12 @@ use crate::sync::thread;
 /// blocking is fine) or drop it. Dropping it is always safe: the job then finishes with
 /// [`NativeError::Cancelled`](crate::NativeError::Cancelled) with [`CancelReason::Shutdown`](crate::CancelReason::Shutdown),
 /// which is what a pool that shuts down with jobs still queued does. A spawner that drops the
-/// task before `spawn` returns, or returns `Err`, refused it: [`Builder::spawn_on`](crate::Builder::spawn_on)
-/// reports a [`SpawnError`], and the closure never runs (a task the spawner kept anyway only
+/// task before `spawn` returns, or returns `Err`, refused it: [`spawn`](crate::spawn) reports a
+/// [`SpawnError`], and the closure never runs (a task the spawner kept anyway only
 /// finds its job finished).
 ///
 /// ```
-/// use tethered::{AbortableNative, Runnable, SpawnError, Spawner};
+/// use tethered::{JobOptions, Runnable, SpawnError, Spawner};
 ///
 /// /// Runs every job on a fresh `std` thread with a big stack.
 /// struct BigStack;
@@ -39,7 +39,7 @@ use crate::sync::thread;
 ///     }
 /// }
 ///
-/// let job = AbortableNative::builder().spawn_on(&BigStack, |_token| 40 + 2).unwrap();
+/// let job = tethered::spawn(JobOptions::new().on(BigStack), |_token| 40 + 2).unwrap();
 /// assert_eq!(job.join_blocking().unwrap(), 42);
 /// ```
 pub trait Spawner {
@@ -121,7 +121,7 @@ impl Runnable {
         Runnable { job: Some(job) }
     }
 
-    /// The job's name, if it was given one with [`Builder::name`](crate::Builder::name).
+    /// The job's name, if it was given one with [`JobOptions::name`](crate::JobOptions::name).
     /// [`ThreadSpawner`] names the thread after it; on any other pool the job renames its
     /// thread while it runs.
     pub fn name(&self) -> Option<&str> {
@@ -161,16 +161,17 @@ impl fmt::Debug for Runnable {
 
 /// Runs each job on a new named `std` thread: the runtime-agnostic [`Spawner`].
 ///
-/// The thread is named after the job ([`Builder::name`](crate::Builder::name)), or else
+/// The thread is named after the job ([`JobOptions::name`](crate::JobOptions::name)), or else
 /// after the spawner ([`ThreadSpawner::name`]), or else [`ThreadSpawner::DEFAULT_THREAD_NAME`].
 ///
 /// ```
-/// use tethered::{AbortableNative, ThreadSpawner};
+/// use tethered::{JobOptions, ThreadSpawner};
 ///
 /// let spawner = ThreadSpawner::new().name("sandbox");
-/// let job = AbortableNative::builder()
-///     .spawn_on(&spawner, |_token| std::thread::current().name().map(str::to_owned))
-///     .unwrap();
+/// let job = tethered::spawn(JobOptions::new().on(spawner), |_token| {
+///     std::thread::current().name().map(str::to_owned)
+/// })
+/// .unwrap();
 /// assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox"));
 /// ```
 #[derive(Clone, Debug, Default)]

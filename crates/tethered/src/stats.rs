@@ -22,8 +22,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NativeStats {
-    /// Closures executing right now.
+    /// Closures executing right now, and work running elsewhere on a job's behalf (a child
+    /// process, a pool's turn). The number to watch: a native job that outlives the future
+    /// that awaited it shows up here and nowhere else.
     pub running: usize,
+    /// Work alive but waiting for its next turn: a worker pool's idle workers
+    /// ([`Completer::set_idle`](crate::Completer::set_idle)). Not a leak; not in `running`.
+    pub idle: usize,
     /// Jobs made and not yet started (or skipped, or dropped by their pool): waiting in a
     /// spawner's queue or a scope's.
     pub queued: usize,
@@ -63,13 +68,60 @@ pub fn stats() -> NativeStats {
     with(Counters::snapshot)
 }
 
+/// A [`NativeScope`](crate::NativeScope)'s own job counts, from
+/// [`NativeScope::stats`](crate::NativeScope::stats): the fields of [`NativeStats`] that count
+/// jobs, for the scope's jobs alone.
+///
+/// ```
+/// use tethered::NativeScope;
+///
+/// let scope = NativeScope::new();
+/// scope.spawn(|_| ())?.join_blocking()?;
+/// let mine = scope.stats();
+/// assert_eq!((mine.spawned, mine.running, mine.queued), (1, 0, 0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScopeStats {
+    /// As [`NativeStats::running`].
+    pub running: usize,
+    /// As [`NativeStats::idle`].
+    pub idle: usize,
+    /// As [`NativeStats::queued`].
+    pub queued: usize,
+    /// As [`NativeStats::detached`].
+    pub detached: usize,
+    /// As [`NativeStats::spawned`].
+    pub spawned: u64,
+    /// As [`NativeStats::cancelled`].
+    pub cancelled: u64,
+    /// As [`NativeStats::panicked`].
+    pub panicked: u64,
+}
+
 impl Counters {
+    /// The scope's counts right now.
+    pub(crate) fn scope_snapshot(&self) -> ScopeStats {
+        let all = self.snapshot();
+        ScopeStats {
+            running: all.running,
+            idle: all.idle,
+            queued: all.queued,
+            detached: all.detached,
+            spawned: all.spawned,
+            cancelled: all.cancelled,
+            panicked: all.panicked,
+        }
+    }
+
     /// The counts right now.
     pub(crate) fn snapshot(&self) -> NativeStats {
         let c = self;
         let active = c.active.load(Ordering::Relaxed);
         NativeStats {
             running: (active >> 32) as usize,
+            idle: c.idle.load(Ordering::Relaxed),
             queued: (active & QUEUED_MASK) as usize,
             detached: c.detached.load(Ordering::Relaxed),
             spawned: c.spawned.load(Ordering::Relaxed),
@@ -87,6 +139,7 @@ pub(crate) struct Counters {
     /// Queued jobs in the low 32 bits, running closures in the high 32: one word, so that a
     /// job's start (one fewer queued, one more running) is one atomic update.
     active: AtomicU64,
+    idle: AtomicUsize,
     detached: AtomicUsize,
     spawned: AtomicU64,
     cancelled: AtomicU64,
@@ -100,6 +153,7 @@ impl Counters {
     pub(crate) const fn new() -> Self {
         Counters {
             active: AtomicU64::new(0),
+            idle: AtomicUsize::new(0),
             detached: AtomicUsize::new(0),
             spawned: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -137,6 +191,12 @@ pub(crate) enum Event {
     /// Left the queue and started: one fewer queued and one more running, at once.
     Began,
     Returned,
+    /// Running work went idle (a worker between turns): one fewer running, one more idle.
+    Parked,
+    /// Idle work runs again.
+    Unparked,
+    /// Idle work finished.
+    ReturnedIdle,
     Spawned,
     Cancelled,
     Panicked,
@@ -153,6 +213,15 @@ impl Counters {
             // (the job was counted queued), so the low half borrows nothing from the high one.
             Event::Began => return add(&self.active, RUNNING_ONE - 1),
             Event::Returned => return sub(&self.active, RUNNING_ONE),
+            Event::Parked => {
+                sub(&self.active, RUNNING_ONE);
+                (&self.idle, true)
+            }
+            Event::Unparked => {
+                add(&self.active, RUNNING_ONE);
+                (&self.idle, false)
+            }
+            Event::ReturnedIdle => (&self.idle, false),
             Event::Detached => (&self.detached, true),
             Event::DetachedFinished => (&self.detached, false),
             Event::Spawned => return add(&self.spawned, 1),

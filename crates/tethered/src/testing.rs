@@ -11,7 +11,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::scope::NativeScope;
-use crate::stats::{NativeStats, stats};
+use crate::stats::stats;
 
 /// Waits until no job closure is running or queued anywhere in the process, for at most
 /// `timeout`.
@@ -24,7 +24,10 @@ use crate::stats::{NativeStats, stats};
 /// # Ok::<(), tethered::testing::StillRunning>(())
 /// ```
 pub fn wait_all_returned(timeout: Duration) -> Result<(), StillRunning> {
-    wait_returned(timeout, stats)
+    wait_returned(timeout, || {
+        let now = stats();
+        (now.running, now.queued, now.detached)
+    })
 }
 
 /// [`wait_all_returned`] for the jobs of one scope: waits until none of `scope`'s closures is
@@ -40,7 +43,10 @@ pub fn wait_all_returned(timeout: Duration) -> Result<(), StillRunning> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn wait_scope_returned(scope: &NativeScope, timeout: Duration) -> Result<(), StillRunning> {
-    wait_returned(timeout, || scope.stats())
+    wait_returned(timeout, || {
+        let now = scope.stats();
+        (now.running, now.queued, now.detached)
+    })
 }
 
 /// [`assert_all_returned`] for the jobs of one scope (see [`wait_scope_returned`]).
@@ -61,16 +67,25 @@ pub fn assert_scope_returned(scope: &NativeScope, timeout: Duration) {
     }
 }
 
-fn wait_returned(timeout: Duration, counts: impl Fn() -> NativeStats) -> Result<(), StillRunning> {
+/// Waits until `counts` (running, queued, detached) has nothing running or queued.
+fn wait_returned(
+    timeout: Duration,
+    counts: impl Fn() -> (usize, usize, usize),
+) -> Result<(), StillRunning> {
     let started = Instant::now();
     loop {
-        let now = counts();
-        if now.running == 0 && now.queued == 0 {
+        let (running, queued, detached) = counts();
+        if running == 0 && queued == 0 {
             return Ok(());
         }
         let waited = started.elapsed();
         if waited >= timeout {
-            return Err(StillRunning { stats: now, waited });
+            return Err(StillRunning {
+                running,
+                queued,
+                detached,
+                waited,
+            });
         }
         std::thread::sleep(Duration::from_millis(1).min(timeout - waited));
     }
@@ -92,11 +107,17 @@ pub fn assert_all_returned(timeout: Duration) {
     }
 }
 
-/// Jobs were still running or queued when [`wait_all_returned`] gave up.
+/// Jobs were still running or queued when [`wait_all_returned`] (or
+/// [`wait_scope_returned`]) gave up. Idle work (a pool's idle workers) is not waited for.
+#[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct StillRunning {
-    /// The counters when it gave up.
-    pub stats: NativeStats,
+    /// Closures (or external work) still running when it gave up.
+    pub running: usize,
+    /// Jobs still queued when it gave up.
+    pub queued: usize,
+    /// Of those, jobs detached (let go of, abandoned, or left by a shutdown).
+    pub detached: usize,
     /// How long it waited.
     pub waited: Duration,
 }
@@ -108,7 +129,7 @@ impl fmt::Display for StillRunning {
             "native jobs leaked: {} closure(s) still running and {} queued after {:?} \
              ({} of them detached); a closure that ignores its token, or a job that was \
              never cancelled, is still holding a thread",
-            self.stats.running, self.stats.queued, self.waited, self.stats.detached
+            self.running, self.queued, self.waited, self.detached
         )
     }
 }

@@ -1,5 +1,5 @@
 //! A process-wide timer thread for the few deadlines the core keeps itself: a job's abandon
-//! grace ([`Builder::abandon_after`](crate::Builder::abandon_after)), a scope's shutdown
+//! grace ([`JobOptions::grace`](crate::JobOptions::grace)), a scope's shutdown
 //! grace, and the `cancel_after` deadlines of sources and jobs (`CancelToken::on_deadline`).
 //!
 //! The core depends on no runtime, so it has no runtime timer. Deadlines are few (one per
@@ -13,9 +13,18 @@
 //! 1. An entry is in `queue.entries` from `schedule` until it is due (the thread takes it out
 //!    and runs it) or its [`TimerEntry`] is dropped (removed unrun): a finished job or a
 //!    completed shutdown keeps nothing here.
-//! 2. The thread is started at most once and only by a `schedule` that found it not started;
-//!    if the OS refuses the thread, `schedule` returns the error, nothing is queued, and the
-//!    next `schedule` tries again (no poisoned `Once`).
+//! 2. The thread is started at most once per process and only by a `schedule` that found it
+//!    not started; if the OS refuses the thread, `schedule` returns the error, nothing is
+//!    queued, and the next `schedule` tries again (no poisoned `Once`).
+//! 3. Fork: after `fork()` only the forking thread exists in the child, so the parent's timer
+//!    is a ghost there (its thread is gone, and its lock may have been held by a thread that
+//!    no longer exists). Each process therefore has a timer of its own, found by its pid in a
+//!    list that only grows ([`timer`]); a process never touches another's timer, not even its
+//!    lock: an entry scheduled before a fork and dropped after it in the child is forgotten,
+//!    not removed. So a forked child (gunicorn's preload, `multiprocessing`'s fork, a daemon)
+//!    starts a timer of its own on first use. A child whose pid equals that of an ancestor
+//!    which forked it earlier and has since exited (pid reuse across generations) would take
+//!    that ancestor's ghost for its own; that takes a pid to come around within one lineage.
 //!
 //! Under `--cfg tethered_loom` this module uses `std` primitives (a process-wide thread cannot
 //! be part of a loom model); no model schedules a deadline.
@@ -44,12 +53,36 @@ struct Timer {
     changed: Condvar,
 }
 
-fn timer() -> &'static Timer {
-    static TIMER: OnceLock<Timer> = OnceLock::new();
-    TIMER.get_or_init(|| Timer {
-        queue: Mutex::new(Queue::default()),
-        changed: Condvar::new(),
-    })
+/// One process's timer, in a list of every process's this memory has been forked from
+/// (invariant 3).
+struct Node {
+    pid: u32,
+    timer: Timer,
+    next: OnceLock<Box<Node>>,
+}
+
+/// This process's timer: the first node of the list with its pid, added at the end if there is
+/// none. Lock-free but for the first use in a process (`OnceLock`'s initialisation).
+fn timer() -> &'static Node {
+    static HEAD: OnceLock<Box<Node>> = OnceLock::new();
+    let pid = std::process::id();
+    let mut slot = &HEAD;
+    loop {
+        let node = slot.get_or_init(|| {
+            Box::new(Node {
+                pid,
+                timer: Timer {
+                    queue: Mutex::new(Queue::default()),
+                    changed: Condvar::new(),
+                },
+                next: OnceLock::new(),
+            })
+        });
+        if node.pid == pid {
+            return node;
+        }
+        slot = &node.next;
+    }
 }
 
 fn lock(timer: &Timer) -> MutexGuard<'_, Queue> {
@@ -59,11 +92,17 @@ fn lock(timer: &Timer) -> MutexGuard<'_, Queue> {
 /// A scheduled deadline; dropping it removes the deadline unrun (a no-op once it ran).
 pub(crate) struct TimerEntry {
     key: Key,
+    /// The timer it is in: a forked child's drop of a parent's entry leaves the parent's
+    /// (ghost) timer alone (invariant 3).
+    node: &'static Node,
 }
 
 impl Drop for TimerEntry {
     fn drop(&mut self) {
-        let action = lock(timer()).entries.remove(&self.key);
+        if self.node.pid != std::process::id() {
+            return;
+        }
+        let action = lock(&self.node.timer).entries.remove(&self.key);
         // The action's captures are user-adjacent (wakers): dropped outside the lock.
         drop_contained(action);
     }
@@ -80,7 +119,8 @@ impl fmt::Debug for TimerEntry {
 /// Runs `action` on the timer thread at `deadline`, unless the returned entry is dropped
 /// first. Fails only if the timer thread is not running and the OS refuses to start it.
 pub(crate) fn schedule(deadline: Instant, action: Action) -> std::io::Result<TimerEntry> {
-    let timer = timer();
+    let node = timer();
+    let timer = &node.timer;
     let mut queue = lock(timer);
     if !queue.started {
         std::thread::Builder::new()
@@ -93,7 +133,7 @@ pub(crate) fn schedule(deadline: Instant, action: Action) -> std::io::Result<Tim
     queue.entries.insert(key, action);
     drop(queue);
     timer.changed.notify_one();
-    Ok(TimerEntry { key })
+    Ok(TimerEntry { key, node })
 }
 
 fn run(timer: &Timer) {
@@ -127,5 +167,79 @@ fn run(timer: &Timer) {
             }
             None => timer.changed.wait(queue).unwrap_or_else(|e| e.into_inner()),
         };
+    }
+}
+
+/// A future that resolves at a deadline on this timer (never, for `None`): what
+/// [`Timeout`](crate::Timeout) and a scope's shutdown wait on. It wakes the latest waker it was
+/// polled with (a future may move between tasks), and takes its entry out of the timer when
+/// it resolves or is dropped.
+pub(crate) struct Sleep {
+    deadline: Option<Instant>,
+    /// The waker the timer wakes, shared with the timer's action.
+    waker: Option<std::sync::Arc<Mutex<std::task::Waker>>>,
+    entry: Option<TimerEntry>,
+}
+
+impl Sleep {
+    pub(crate) fn until(deadline: Option<Instant>) -> Sleep {
+        Sleep {
+            deadline,
+            waker: None,
+            entry: None,
+        }
+    }
+
+    /// Whether the deadline has passed; otherwise makes sure the timer wakes `waker` at it.
+    ///
+    /// # Errors
+    ///
+    /// If the timer thread could not be started: the caller must not wait for a wake-up
+    /// that never comes.
+    pub(crate) fn poll_at(&mut self, waker: &std::task::Waker) -> std::io::Result<bool> {
+        let Some(deadline) = self.deadline else {
+            return Ok(false);
+        };
+        if Instant::now() >= deadline {
+            self.entry = None;
+            return Ok(true);
+        }
+        match &self.waker {
+            Some(slot) => {
+                let replaced = {
+                    let mut stored = slot.lock().unwrap_or_else(|e| e.into_inner());
+                    if stored.will_wake(waker) {
+                        None
+                    } else {
+                        Some(std::mem::replace(&mut *stored, waker.clone()))
+                    }
+                };
+                drop_contained(replaced);
+            }
+            None => {
+                let slot = std::sync::Arc::new(Mutex::new(waker.clone()));
+                let entry = schedule(
+                    deadline,
+                    Box::new({
+                        let slot = slot.clone();
+                        move || {
+                            let waker = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                            waker.wake();
+                        }
+                    }),
+                )?;
+                self.waker = Some(slot);
+                self.entry = Some(entry);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
     }
 }

@@ -19,12 +19,12 @@ pub(crate) struct JobSpan {
 #[allow(unused_variables)]
 impl JobSpan {
     #[inline]
-    pub(crate) fn new(id: u64, name: Option<&str>) -> Self {
+    pub(crate) fn new(id: crate::JobId, name: Option<&str>) -> Self {
         JobSpan {
             #[cfg(feature = "tracing")]
             span: Some(tracing::debug_span!(
                 "tethered.job",
-                id,
+                id = id.get(),
                 name = name.unwrap_or("")
             )),
         }
@@ -48,7 +48,7 @@ impl JobSpan {
 
     /// The job's token was cancelled (only the `tracing` feature records it).
     #[cfg(feature = "tracing")]
-    pub(crate) fn cancelled(&self, reason: &CancelReason) {
+    pub(crate) fn cancelled(&self, reason: CancelReason) {
         self.event(|| tracing::debug!(%reason, "native job cancelled"));
     }
 
@@ -66,7 +66,7 @@ impl JobSpan {
     }
 
     #[inline]
-    pub(crate) fn skipped(&self, reason: &CancelReason) {
+    pub(crate) fn skipped(&self, reason: CancelReason) {
         #[cfg(feature = "tracing")]
         self.event(|| tracing::debug!(%reason, "native job skipped: cancelled before it started"));
     }

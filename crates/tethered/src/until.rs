@@ -38,7 +38,7 @@ impl CancelToken {
     ///
     /// source.cancel(CancelReason::Shutdown);
     /// let stopped = futures_executor::block_on(token.run_until_cancelled(std::future::pending::<()>()));
-    /// assert_eq!(stopped.unwrap_err().reason(), &CancelReason::Shutdown);
+    /// assert_eq!(stopped.unwrap_err().reason(), CancelReason::Shutdown);
     /// ```
     pub fn run_until_cancelled<F: Future>(&self, future: F) -> RunUntilCancelled<F> {
         RunUntilCancelled {

@@ -5,7 +5,7 @@ use std::panic::panic_any;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelReason, CancelSource};
+use tethered::{AbortableNative, CancelReason, CancelSource, Tethered};
 
 #[test]
 fn an_already_cancelled_token_runs_the_action_at_once() {

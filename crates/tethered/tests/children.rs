@@ -2,22 +2,19 @@
 
 use std::thread;
 
-use tethered::{CancelReason, CancelSource};
+use tethered::{CancelReason, CancelSource, Cause};
 
 #[test]
-fn parent_cancel_reaches_child_with_the_same_reason() {
+fn parent_cancel_reaches_child_with_the_same_reason_and_cause() {
     let parent = CancelSource::new();
     let child = parent.token().child();
     let grandchild = child.token().child();
-    parent.cancel(CancelReason::custom("client left"));
-    assert_eq!(
-        child.token().reason(),
-        Some(CancelReason::custom("client left"))
-    );
-    assert_eq!(
-        grandchild.token().reason(),
-        Some(CancelReason::custom("client left"))
-    );
+    let cause = Cause::msg("client left");
+    parent.cancel_with_cause(CancelReason::Dropped, cause.clone());
+    for token in [child.token(), grandchild.token()] {
+        assert_eq!(token.reason(), Some(CancelReason::Dropped));
+        assert!(token.cause().unwrap().ptr_eq(&cause), "the same cause, not a copy");
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::QueueSpawner;
-use tethered::{AbortableNative, CancelReason, NativeError};
+use tethered::{AbortableNative, CancelReason, JobOptions, NativeError, Tethered};
 
 #[test]
 fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
@@ -35,8 +35,7 @@ fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
     match outcome {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some(seen),
-        }) => assert_eq!(*seen, Some(CancelReason::Timeout)),
+            returned: Some(seen), .. }) => assert_eq!(*seen, Some(CancelReason::Timeout)),
         other => panic!("the closure ran, so the stop carries what it returned: {other:?}"),
     }
 }
@@ -44,7 +43,7 @@ fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
 #[test]
 fn a_job_that_finishes_first_keeps_its_result_and_is_never_cancelled() {
     let job = AbortableNative::spawn(|_| 5);
-    let token = job.token();
+    let token = job.token().clone();
     job.cancel_after(Duration::from_millis(20)).unwrap();
     assert_eq!(job.join_blocking().unwrap(), 5);
     thread::sleep(Duration::from_millis(60));
@@ -61,7 +60,7 @@ fn zero_fires_at_once_and_duration_max_never_fires() {
     assert!(started.elapsed() < Duration::from_secs(5));
     match outcome {
         Ok(reason) => assert_eq!(reason, CancelReason::Timeout),
-        Err(err) => assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout)),
+        Err(err) => assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout)),
     }
 
     let job = AbortableNative::spawn(|token| token.wait_timeout(Duration::from_millis(50)));
@@ -72,8 +71,7 @@ fn zero_fires_at_once_and_duration_max_never_fires() {
 #[test]
 fn a_job_still_waiting_for_a_thread_finishes_at_its_deadline() {
     let pool = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&pool, |_| unreachable!("never started"))
+    let job = tethered::spawn(JobOptions::new().on(pool.clone()), |_| unreachable!("never started"))
         .unwrap();
     job.cancel_after(Duration::from_millis(10)).unwrap();
     let started = Instant::now();
@@ -174,9 +172,7 @@ fn a_scope_job_tied_to_a_request_reads_the_requests_deadline() {
     let scope = tethered::NativeScope::new();
     let request = tethered::CancelSource::new();
     request.cancel_after(Duration::from_secs(45)).unwrap();
-    let job = AbortableNative::builder()
-        .child_of(&request.token())
-        .spawn_in(&scope, |token| token.deadline())
+    let job = tethered::spawn(JobOptions::new().child_of(&request.token()).in_scope(&scope), |token| token.deadline())
         .unwrap();
     assert_eq!(job.join_blocking().unwrap(), request.token().deadline());
 }

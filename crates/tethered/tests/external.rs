@@ -5,13 +5,16 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelReason, CancelSource, NativeError};
+use tethered::{CancelReason, CancelSource, JobOptions, NativeError, Tethered};
+use std::num::NonZeroUsize;
+
+mod support;
 
 /// (That it counts as running until then is in `stats.rs`, whose tests take turns with the
 /// process-wide counters; here other tests' jobs finish meanwhile.)
 #[test]
 fn a_completed_external_job_gives_its_value() {
-    let (job, completer) = AbortableNative::builder().name("remote").external::<u32>();
+    let (job, completer) = support::external::<u32>(JobOptions::new().name("remote"));
     assert_eq!(job.name(), Some("remote"));
     assert!(!job.is_finished());
     completer.complete(7);
@@ -21,7 +24,7 @@ fn a_completed_external_job_gives_its_value() {
 
 #[test]
 fn a_cancel_reaches_the_work_through_the_completers_token_and_reads_as_a_stop() {
-    let (job, completer) = AbortableNative::builder().external::<&str>();
+    let (job, completer) = support::external::<&str>(JobOptions::new());
     let (started_tx, started) = mpsc::channel();
     let worker = thread::spawn(move || {
         started_tx.send(()).unwrap();
@@ -46,7 +49,7 @@ fn a_cancel_reaches_the_work_through_the_completers_token_and_reads_as_a_stop() 
 
 #[test]
 fn dropping_the_handle_cancels_the_external_work_with_dropped() {
-    let (job, completer) = AbortableNative::builder().external::<()>();
+    let (job, completer) = support::external::<()>(JobOptions::new());
     drop(job);
     assert_eq!(completer.token().reason(), Some(CancelReason::Dropped));
     completer.complete(()); // nobody takes it: dropped quietly
@@ -54,16 +57,15 @@ fn dropping_the_handle_cancels_the_external_work_with_dropped() {
 
 #[test]
 fn a_completer_dropped_unfinished_stops_the_job_with_shutdown() {
-    let (job, completer) = AbortableNative::builder().external::<u8>();
-    let token = job.token();
+    let (job, completer) = support::external::<u8>(JobOptions::new());
+    let token = job.token().clone();
     drop(completer);
     let err = job.join_blocking().unwrap_err();
     assert!(matches!(
         err,
         NativeError::Cancelled {
             reason: CancelReason::Shutdown,
-            returned: None
-        }
+            returned: None, .. }
     ));
     assert_eq!(token.reason(), Some(CancelReason::Shutdown));
 }
@@ -71,23 +73,17 @@ fn a_completer_dropped_unfinished_stops_the_job_with_shutdown() {
 #[test]
 fn a_completer_dropped_after_a_cancel_stops_the_job_with_that_cancels_reason() {
     let parent = CancelSource::new();
-    let (job, completer) = AbortableNative::builder()
-        .child_of(&parent.token())
-        .external::<u8>();
-    parent.cancel(CancelReason::custom("client gone"));
+    let (job, completer) = support::external::<u8>(JobOptions::new().child_of(&parent.token()));
+    parent.cancel_with_cause(CancelReason::Dropped, tethered::Cause::msg("client gone"));
     drop(completer);
     let err = job.join_blocking().unwrap_err();
-    assert_eq!(
-        err.cancel_reason(),
-        Some(&CancelReason::custom("client gone"))
-    );
+    assert_eq!(err.cancel_reason(), Some(CancelReason::Dropped));
+    assert_eq!(err.cause().unwrap().to_string(), "client gone");
 }
 
 #[test]
 fn an_external_job_abandons_after_its_grace_like_a_spawned_one() {
-    let (job, completer) = AbortableNative::builder()
-        .abandon_after(Duration::from_millis(10))
-        .external::<()>();
+    let (job, completer) = support::external::<()>(JobOptions::new().grace(Duration::from_millis(10)));
     job.cancel(CancelReason::Timeout);
     let err = job.join_blocking().unwrap_err();
     assert!(matches!(
@@ -102,8 +98,8 @@ fn an_external_job_abandons_after_its_grace_like_a_spawned_one() {
 
 #[test]
 fn an_external_job_is_a_tethered_handle_for_cancel_when() {
-    let (job, completer) = AbortableNative::builder().external::<u8>();
-    let token = job.token();
+    let (job, completer) = support::external::<u8>(JobOptions::new());
+    let token = job.token().clone();
     let raced = job.cancel_when(std::future::ready(()), CancelReason::Shutdown);
     let err = futures_executor::block_on(raced).unwrap_err();
     // The work has not reported yet: the race stopped waiting.
@@ -115,7 +111,7 @@ fn an_external_job_is_a_tethered_handle_for_cancel_when() {
 #[test]
 fn an_external_job_completed_by_another_thread_wakes_its_awaiting_task() {
     for _ in 0..200 {
-        let (job, completer) = AbortableNative::builder().external::<u32>();
+        let (job, completer) = support::external::<u32>(JobOptions::new());
         let worker = thread::spawn(move || completer.complete(11));
         assert_eq!(futures_executor::block_on(job).unwrap(), 11);
         worker.join().unwrap();
@@ -124,13 +120,12 @@ fn an_external_job_completed_by_another_thread_wakes_its_awaiting_task() {
 
 #[test]
 fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_starts_later() {
-    let scope = tethered::NativeScope::new().with_max_running(2);
+    let scope = tethered::NativeScope::new().with_max_running(NonZeroUsize::new(2).unwrap());
     let (started_tx, started) = mpsc::channel::<(usize, tethered::Completer<usize>)>();
     let jobs: Vec<_> = (0..5)
         .map(|i| {
             let started_tx = started_tx.clone();
-            AbortableNative::builder()
-                .external_in(&scope, move |completer| {
+            tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer| {
                     started_tx.send((i, completer)).unwrap();
                 })
                 .unwrap()
@@ -163,16 +158,14 @@ fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_s
 
 #[test]
 fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() {
-    let scope = tethered::NativeScope::new().with_max_running(1);
+    let scope = tethered::NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
     let (keep_tx, keep) = mpsc::channel();
-    let first = AbortableNative::builder()
-        .external_in(&scope, move |completer: tethered::Completer<()>| {
+    let first = tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer: tethered::Completer<()>| {
             keep_tx.send(completer).unwrap()
         })
         .unwrap();
     let (ran_tx, ran) = mpsc::channel::<()>();
-    let waiting = AbortableNative::builder()
-        .external_in(&scope, move |completer: tethered::Completer<()>| {
+    let waiting = tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer: tethered::Completer<()>| {
             ran_tx.send(()).unwrap();
             completer.complete(());
         })
@@ -184,8 +177,7 @@ fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() 
         stopped,
         NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: None
-        }
+            returned: None, .. }
     ));
     assert_eq!(scope.len(), 1);
     keep.recv().unwrap().complete(());
@@ -197,16 +189,14 @@ fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() 
 
 #[test]
 fn a_panicking_start_stops_its_job_and_frees_the_slot() {
-    let scope = tethered::NativeScope::new().with_max_running(1);
-    let broken = AbortableNative::builder()
-        .external_in(&scope, |_completer: tethered::Completer<u8>| {
+    let scope = tethered::NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
+    let broken = tethered::bridge::external(JobOptions::new().in_scope(&scope), |_completer: tethered::Completer<u8>| {
             panic!("the start failed")
         })
         .unwrap();
     let stopped = broken.join_blocking().unwrap_err();
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
-    let next = AbortableNative::builder()
-        .external_in(&scope, |completer| completer.complete(5u8))
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
+    let next = tethered::bridge::external(JobOptions::new().in_scope(&scope), |completer| completer.complete(5u8))
         .unwrap();
     assert_eq!(next.join_blocking().unwrap(), 5);
 }
@@ -215,8 +205,7 @@ fn a_panicking_start_stops_its_job_and_frees_the_slot() {
 fn a_closed_scope_refuses_an_external_job_and_never_starts_it() {
     let scope = tethered::NativeScope::new();
     scope.shutdown_blocking(Duration::from_secs(1));
-    let refused = AbortableNative::builder()
-        .external_in(&scope, |_completer: tethered::Completer<()>| {
+    let refused = tethered::bridge::external(JobOptions::new().in_scope(&scope), |_completer: tethered::Completer<()>| {
             unreachable!("a closed scope starts nothing")
         })
         .unwrap_err();
@@ -228,11 +217,10 @@ fn a_scope_whose_outer_token_is_cancelled_never_starts_an_external_job() {
     let server = CancelSource::new();
     let scope = tethered::NativeScope::new().child_of(&server.token());
     server.cancel(CancelReason::Shutdown);
-    let job = AbortableNative::builder()
-        .external_in(&scope, |_completer: tethered::Completer<()>| {
+    let job = tethered::bridge::external(JobOptions::new().in_scope(&scope), |_completer: tethered::Completer<()>| {
             unreachable!("its token was cancelled before the start")
         })
         .unwrap();
     let stopped = job.join_blocking().unwrap_err();
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
 }

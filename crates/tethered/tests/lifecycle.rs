@@ -7,9 +7,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
-use tethered::{
-    AbortableNative, CancelReason, CancelSource, CancelToken, NativeError, NativeScope,
-};
+use tethered::{AbortableNative, CancelReason, CancelSource, CancelToken, JobOptions, NativeError, NativeScope, Tethered};
 
 #[test]
 fn a_job_never_cancels_the_callers_token_nor_its_siblings() {
@@ -22,9 +20,7 @@ fn a_job_never_cancels_the_callers_token_nor_its_siblings() {
         } else {
             shared.token().child().token()
         };
-        let job = AbortableNative::builder()
-            .child_of(&parent)
-            .spawn_on(&tethered::ThreadSpawner::new(), |token| {
+        let job = tethered::spawn(JobOptions::new().child_of(&parent).on(tethered::ThreadSpawner::new()), |token| {
                 token.is_cancelled()
             })
             .unwrap();
@@ -48,7 +44,7 @@ fn a_job_never_cancels_the_callers_token_nor_its_siblings() {
 fn cancelling_or_dropping_a_finished_job_changes_nothing() {
     for _ in 0..1_000 {
         let job = AbortableNative::spawn(|_| 7);
-        let token = job.token();
+        let token = job.token().clone();
         let abort = job.abort_handle();
         while !job.is_finished() {
             thread::yield_now();
@@ -57,7 +53,7 @@ fn cancelling_or_dropping_a_finished_job_changes_nothing() {
             !job.cancel(CancelReason::Requested),
             "a finished job is sealed"
         );
-        assert!(!abort.abort());
+        assert!(!abort.cancel(CancelReason::Requested));
         assert!(!token.is_cancelled());
         drop(job);
         assert_eq!(
@@ -85,7 +81,7 @@ fn a_timeout_that_fires_as_the_job_finishes_never_loses_the_result() {
     let (mut ok, mut cancelled) = (0, 0);
     for _ in 0..2_000 {
         let job = AbortableNative::spawn(|_| 42);
-        let token = job.token();
+        let token = job.token().clone();
         let raced = job.cancel_when(std::future::ready(()), CancelReason::Timeout);
         match futures_executor::block_on(raced) {
             Ok(value) => {
@@ -102,8 +98,7 @@ fn a_timeout_that_fires_as_the_job_finishes_never_loses_the_result() {
             // with what it returned), or it was still running (`Abandoned`).
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
-                returned,
-            }) => {
+                returned, .. }) => {
                 assert!(
                     returned.as_deref().is_none_or(|&value| value == 42),
                     "{returned:?}"
@@ -175,9 +170,7 @@ fn a_callback_registered_during_a_cancel_waits_its_turn() {
 fn abandon_after_duration_max_never_abandons_and_never_overflows() {
     let panics_before = tethered::stats().callback_panics;
     let (started_tx, started) = mpsc::channel();
-    let job = AbortableNative::builder()
-        .abandon_after(Duration::MAX)
-        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
+    let job = tethered::spawn(JobOptions::new().grace(Duration::MAX).on(tethered::ThreadSpawner::new()), move |token| {
             started_tx.send(()).unwrap();
             token.wait()
         })

@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
 use support::{ClosedSpawner, FailingSpawner, InlineSpawner, QueueSpawner};
-use tethered::{
-    AbortableNative, CancelReason, CancelSource, NativeError, SpawnError, Tethered, ThreadSpawner,
-};
+use tethered::{AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, SpawnError, Tethered, ThreadSpawner};
 
 fn assert_send_sync_unpin<T: Send + Sync + Unpin + 'static>(_: &T) {}
 
@@ -58,7 +56,7 @@ fn closure_gets_a_token_of_the_job() {
 #[test]
 fn dropping_the_handle_cancels_a_running_job_with_dropped() {
     let (job, started) = spinning_job();
-    let token = job.token();
+    let token = job.token().clone();
     started.recv().unwrap();
     drop(job);
     assert_eq!(token.reason(), Some(CancelReason::Dropped));
@@ -67,7 +65,7 @@ fn dropping_the_handle_cancels_a_running_job_with_dropped() {
 #[test]
 fn dropping_the_awaiting_future_mid_await_cancels_the_job() {
     let (job, started) = spinning_job();
-    let token = job.token();
+    let token = job.token().clone();
     started.recv().unwrap();
     let mut job = Box::pin(job);
     assert!(
@@ -90,8 +88,7 @@ fn a_job_cancelled_while_it_runs_reads_as_stopped_with_what_its_closure_returned
     match job.join_blocking() {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some(seen),
-        }) => assert_eq!(*seen, CancelReason::Timeout),
+            returned: Some(seen), .. }) => assert_eq!(*seen, CancelReason::Timeout),
         other => panic!("{other:?}"),
     }
 }
@@ -101,9 +98,7 @@ fn a_cancel_from_a_parent_reads_the_same_as_one_from_the_handle() {
     for by_parent in [false, true] {
         let parent = CancelSource::new();
         let (started_tx, started) = mpsc::channel();
-        let job = AbortableNative::builder()
-            .child_of(&parent.token())
-            .spawn_on(&ThreadSpawner::new(), move |token| {
+        let job = tethered::spawn(JobOptions::new().child_of(&parent.token()).on(ThreadSpawner::new()), move |token| {
                 started_tx.send(()).unwrap();
                 token.wait();
                 "partial"
@@ -116,7 +111,7 @@ fn a_cancel_from_a_parent_reads_the_same_as_one_from_the_handle() {
             job.cancel(CancelReason::Shutdown);
         }
         let stopped = job.join_blocking().unwrap_err();
-        assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+        assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
         assert_eq!(stopped.into_returned(), Some("partial"));
     }
 }
@@ -128,7 +123,7 @@ fn cancel_returns_true_only_once() {
     assert!(job.cancel(CancelReason::Requested));
     assert!(!job.cancel(CancelReason::Timeout));
     let stopped = block_on(job).unwrap_err();
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Requested));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Requested));
     assert_eq!(stopped.into_returned(), Some(CancelReason::Requested));
 }
 
@@ -137,8 +132,7 @@ fn cancel_before_start_never_runs_the_closure() {
     let spawner = QueueSpawner::default();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, move |_| flag.store(true, Ordering::SeqCst))
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| flag.store(true, Ordering::SeqCst))
         .unwrap();
     job.cancel(CancelReason::Timeout);
     spawner.take().run();
@@ -159,13 +153,12 @@ fn dropping_the_handle_before_start_skips_the_closure_and_drops_it() {
     let flag = ran.clone();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, move |_| {
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
             let _held = &held;
             flag.store(true, Ordering::SeqCst);
         })
         .unwrap();
-    let token = job.token();
+    let token = job.token().clone();
     drop(job);
     assert_eq!(token.reason(), Some(CancelReason::Dropped));
     spawner.take().run();
@@ -180,10 +173,9 @@ fn dropping_the_handle_before_start_skips_the_closure_and_drops_it() {
 #[test]
 fn a_task_dropped_unrun_by_its_pool_reports_shutdown() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, |_| 1)
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 1)
         .unwrap();
-    let token = job.token();
+    let token = job.token().clone();
     spawner.shut_down();
     assert!(job.is_finished());
     assert!(matches!(
@@ -198,8 +190,7 @@ fn a_task_dropped_unrun_by_its_pool_reports_shutdown() {
 
 #[test]
 fn a_spawner_that_drops_the_task_while_spawning_is_a_spawn_error() {
-    let err = AbortableNative::builder()
-        .spawn_on(&ClosedSpawner, |_| 1)
+    let err = tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| 1)
         .unwrap_err();
     assert!(matches!(err, SpawnError::Rejected));
     assert!(
@@ -210,17 +201,23 @@ fn a_spawner_that_drops_the_task_while_spawning_is_a_spawn_error() {
 
 #[test]
 fn a_spawner_error_is_returned_with_its_cause() {
-    let err = AbortableNative::builder()
-        .spawn_on(&FailingSpawner, |_| 1)
+    let err = tethered::spawn(JobOptions::new().on(FailingSpawner), |_| 1)
         .unwrap_err();
-    assert_eq!(err.to_string(), "the spawner failed: no capacity left");
-    assert!(std::error::Error::source(&err).is_some());
+    assert_eq!(err.to_string(), "the spawner failed");
+    assert_eq!(
+        std::error::Error::source(&err).unwrap().to_string(),
+        "no capacity left",
+        "the cause is the source, not repeated in the message"
+    );
+    assert_eq!(
+        tethered::bridge::error_chain(&err),
+        "the spawner failed: no capacity left"
+    );
 }
 
 #[test]
 fn a_spawner_that_runs_inline_delivers_the_result() {
-    let job = AbortableNative::builder()
-        .spawn_on(&InlineSpawner, |_| 5)
+    let job = tethered::spawn(JobOptions::new().on(InlineSpawner), |_| 5)
         .unwrap();
     assert!(job.is_finished());
     assert_eq!(block_on(job).unwrap(), 5);
@@ -231,9 +228,10 @@ fn a_panicking_closure_is_an_error_with_its_payload_not_a_panic_in_the_awaiter()
     let job = AbortableNative::spawn(|_| -> u8 { std::panic::panic_any(17_u32) });
     let err = block_on(job).unwrap_err();
     assert!(err.is_panic());
+    assert_eq!(err.to_string(), "native job panicked");
     assert_eq!(
-        err.to_string(),
-        "native job panicked (with a payload that is not a string)"
+        std::error::Error::source(&err).unwrap().to_string(),
+        "a panic whose payload is not a string"
     );
     assert_eq!(err.into_panic().downcast_ref::<u32>(), Some(&17));
 
@@ -248,16 +246,13 @@ fn a_panicking_closure_is_an_error_with_its_payload_not_a_panic_in_the_awaiter()
 fn native_error_accessors_and_messages() {
     let err: NativeError<u32> = NativeError::from(tethered::Cancelled::new(CancelReason::Timeout));
     assert!(err.is_cancelled());
-    assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
     assert_eq!(err.returned(), None);
     assert_eq!(err.to_string(), "native job cancelled: the deadline passed");
     let err = err.try_into_panic().unwrap_err();
     assert!(!err.is_panic());
 
-    let err = NativeError::Cancelled {
-        reason: CancelReason::Requested,
-        returned: Some(Box::new(7u32)),
-    };
+    let err = cancelled_after_returning(7u32);
     assert_eq!(err.returned(), Some(&7));
     assert_eq!(
         err.to_string(),
@@ -266,16 +261,30 @@ fn native_error_accessors_and_messages() {
     // Debug names what came back, not the value: an error for any `T`.
     assert_eq!(
         format!("{err:?}"),
-        r#"Cancelled { reason: Requested, returned: Some("u32") }"#
+        r#"Cancelled { reason: Requested, cause: None, returned: Some("u32") }"#
     );
     assert_eq!(err.map_returned(|n| n * 2).into_returned(), Some(14));
-    let boxed: Box<dyn std::error::Error + Send + Sync> = NativeError::Cancelled {
-        reason: CancelReason::Requested,
-        returned: Some(Box::new(std::cell::Cell::new(1))),
-    }
-    .without_returned()
-    .into();
+    let boxed: Box<dyn std::error::Error + Send + Sync> =
+        cancelled_after_returning(std::cell::Cell::new(1))
+            .without_returned()
+            .into();
     assert!(boxed.to_string().starts_with("native job cancelled"));
+}
+
+/// The error of a job cancelled while its closure ran, which then returned `value`.
+fn cancelled_after_returning<T: Send + 'static>(value: T) -> NativeError<T> {
+    let (started_tx, started) = mpsc::channel();
+    let job = AbortableNative::spawn(move |token| {
+        started_tx.send(()).unwrap();
+        token.wait();
+        value
+    });
+    started.recv().unwrap();
+    assert!(job.cancel(CancelReason::Requested));
+    match job.join_blocking() {
+        Err(err) => err,
+        Ok(_) => panic!("the cancel came while the closure ran"),
+    }
 }
 
 #[test]
@@ -313,8 +322,7 @@ fn cancel_and_join_resolves_only_after_the_closure_returned() {
 #[test]
 fn cancel_and_join_of_a_queued_job_resolves_without_running_it() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, |_| 1)
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 1)
         .unwrap();
     let joined = thread::spawn(move || block_on(job.cancel_and_join()));
     thread::sleep(Duration::from_millis(10));
@@ -331,8 +339,7 @@ fn cancel_and_join_of_a_queued_job_resolves_without_running_it() {
 #[test]
 fn the_handle_wakes_its_task_when_the_job_finishes() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, |_| 3)
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 3)
         .unwrap();
     let mut job = pin!(job);
     let woken = Arc::new(WakeFlag::default());
@@ -367,7 +374,7 @@ fn detach_lets_the_job_run_on_uncancelled() {
         release.recv().unwrap();
         done_tx.send(token.is_cancelled()).unwrap();
     });
-    let token = job.token();
+    let token = job.token().clone();
     job.detach();
     assert!(!token.is_cancelled());
     release_tx.send(()).unwrap();
@@ -381,9 +388,7 @@ fn detach_lets_the_job_run_on_uncancelled() {
 fn child_of_ties_the_job_to_an_outer_token() {
     let request = CancelSource::new();
     let (started_tx, started) = mpsc::channel();
-    let job = AbortableNative::builder()
-        .child_of(&request.token())
-        .spawn_on(&ThreadSpawner::new(), move |token| {
+    let job = tethered::spawn(JobOptions::new().child_of(&request.token()).on(ThreadSpawner::new()), move |token| {
             started_tx.send(()).unwrap();
             token.wait()
         })
@@ -402,8 +407,7 @@ fn thread_spawner_names_its_threads() {
         job.join_blocking().unwrap().as_deref(),
         Some(ThreadSpawner::DEFAULT_THREAD_NAME)
     );
-    let job = AbortableNative::builder()
-        .spawn_on(&ThreadSpawner::new().name("interp-7"), |_| {
+    let job = tethered::spawn(JobOptions::new().on(ThreadSpawner::new().name("interp-7")), |_| {
             thread::current().name().map(str::to_owned)
         })
         .unwrap();
@@ -413,8 +417,7 @@ fn thread_spawner_names_its_threads() {
 #[test]
 fn thread_spawner_reports_an_os_refusal_as_a_spawn_error() {
     // A stack larger than any address space: the OS refuses the thread.
-    let err = AbortableNative::builder()
-        .spawn_on(&ThreadSpawner::new().stack_size(usize::MAX), |_| 1)
+    let err = tethered::spawn(JobOptions::new().on(ThreadSpawner::new().stack_size(usize::MAX)), |_| 1)
         .unwrap_err();
     assert!(matches!(err, SpawnError::Thread(_)), "{err:?}");
     assert!(
@@ -438,7 +441,7 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
         release.recv().unwrap();
         token.reason()
     });
-    let token = job.token();
+    let token = job.token().clone();
     let result = block_on(job.cancel_when(std::future::ready(()), CancelReason::Timeout));
     // Running: the race stopped waiting (`Abandoned`); not started: dropped unrun (`Cancelled`
     // with nothing returned). Never a wait for the closure, which is still blocked.
@@ -449,8 +452,7 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
             ..
         } | NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: None,
-        })
+            returned: None, .. })
     ));
     assert_eq!(token.reason(), Some(CancelReason::Timeout));
     // If the closure had not started, it was dropped unrun, and the channel with it.
@@ -460,12 +462,14 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
 #[test]
 fn debug_output_shows_state() {
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, |_| ())
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
         .unwrap();
     assert_eq!(
         format!("{job:?}"),
-        "AbortableNative { finished: false, cancelled: false }"
+        format!(
+            "AbortableNative {{ id: {:?}, finished: false, cancelled: false }}",
+            job.id()
+        )
     );
     assert_eq!(spawner.len(), 1);
     spawner.take().run();
@@ -477,9 +481,7 @@ fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
     let spawner = QueueSpawner::default();
     let source = CancelSource::new();
     source.cancel(CancelReason::Timeout);
-    let job = AbortableNative::builder()
-        .child_of(&source.token())
-        .spawn_on(&spawner, |_| 1)
+    let job = tethered::spawn(JobOptions::new().child_of(&source.token()).on(spawner.clone()), |_| 1)
         .unwrap();
     assert_eq!(spawner.len(), 0, "no pool slot is spent on a cancelled job");
     assert!(matches!(
@@ -507,8 +509,7 @@ impl tethered::Spawner for ShutDownPool {
 
 #[test]
 fn a_spawner_can_name_its_refusal() {
-    let err = AbortableNative::builder()
-        .spawn_on(&ShutDownPool, |_| 1)
+    let err = tethered::spawn(JobOptions::new().on(ShutDownPool), |_| 1)
         .unwrap_err();
     assert!(matches!(
         err,
@@ -530,8 +531,7 @@ fn cancelling_a_job_still_queued_in_a_pool_finishes_it_at_once() {
     let spawner = QueueSpawner::default();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, move |_| {
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
             let _held = &held;
             unreachable!("cancelled while queued: never runs")
         })
@@ -559,8 +559,7 @@ fn dropping_the_handle_of_a_queued_job_frees_its_closure_at_once() {
     let spawner = QueueSpawner::default();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, move |_| {
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
             let _held = &held;
         })
         .unwrap();
@@ -572,9 +571,7 @@ fn dropping_the_handle_of_a_queued_job_frees_its_closure_at_once() {
 #[test]
 fn cancel_leaves_a_finished_job_alone() {
     let source = CancelSource::new();
-    let job = AbortableNative::builder()
-        .child_of(&source.token())
-        .spawn_on(&InlineSpawner, |_| 1)
+    let job = tethered::spawn(JobOptions::new().child_of(&source.token()).on(InlineSpawner), |_| 1)
         .unwrap();
     assert!(job.is_finished());
     assert!(!job.cancel(CancelReason::Requested), "nothing to cancel");
@@ -585,13 +582,9 @@ fn cancel_leaves_a_finished_job_alone() {
 #[test]
 fn a_refused_spawn_does_not_cancel_the_callers_source() {
     let source = CancelSource::new();
-    let err = AbortableNative::builder()
-        .child_of(&source.token())
-        .spawn_on(&ClosedSpawner, |_| 1);
+    let err = tethered::spawn(JobOptions::new().child_of(&source.token()).on(ClosedSpawner), |_| 1);
     assert!(err.is_err());
-    let err = AbortableNative::builder()
-        .child_of(&source.token())
-        .spawn_on(&FailingSpawner, |_| 1);
+    let err = tethered::spawn(JobOptions::new().child_of(&source.token()).on(FailingSpawner), |_| 1);
     assert!(err.is_err());
     assert!(
         !source.is_cancelled(),
@@ -607,21 +600,21 @@ fn cancel_when_reports_an_earlier_cancels_reason() {
         token.wait()
     });
     started.recv().unwrap();
-    let token = job.token();
-    assert!(job.cancel(CancelReason::custom("client disconnected")));
+    let token = job.token().clone();
+    assert!(job.cancel(CancelReason::Failed));
     // The earlier cancel stands; the race reports it instead of its own reason.
     let result = block_on(job.cancel_when(std::future::ready(()), CancelReason::Timeout));
     match result {
         // The closure may already have returned the reason it saw.
-        Ok(reason) => assert_eq!(reason, CancelReason::custom("client disconnected")),
+        Ok(reason) => assert_eq!(reason, CancelReason::Failed),
         Err(err) => assert_eq!(
             err.cancel_reason(),
-            Some(&CancelReason::custom("client disconnected"))
+            Some(CancelReason::Failed)
         ),
     }
     assert_eq!(
         token.reason(),
-        Some(CancelReason::custom("client disconnected"))
+        Some(CancelReason::Failed)
     );
 }
 
@@ -631,14 +624,12 @@ fn a_queued_job_cancelled_through_an_outer_token_finishes_at_once() {
     let request = CancelSource::new();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = tethered::Builder::new()
-        .child_of(&request.token())
-        .spawn_on(&spawner, move |_| {
+    let job = tethered::spawn(JobOptions::new().child_of(&request.token()).on(spawner.clone()), move |_| {
             let _held = &held;
             unreachable!("cancelled while queued: never runs")
         })
         .unwrap();
-    request.cancel(CancelReason::custom("client gone"));
+    request.cancel(CancelReason::Failed);
     assert!(job.is_finished(), "no pool thread needs to reach it first");
     assert_eq!(
         Arc::strong_count(&captured),
@@ -648,7 +639,7 @@ fn a_queued_job_cancelled_through_an_outer_token_finishes_at_once() {
     assert!(matches!(
         job.join_blocking(),
         Err(NativeError::Cancelled {
-            reason: CancelReason::Custom(_),
+            reason: CancelReason::Failed,
             ..
         })
     ));
@@ -661,15 +652,12 @@ fn a_job_with_its_own_source_registers_no_callback() {
     // Its cancels come through its handle, which finishes a queued job itself: a plain job
     // pays for no registration (an allocation and a lock), whatever the features.
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, |_| ())
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
         .unwrap();
     let expected = usize::from(cfg!(feature = "tracing"));
     assert_eq!(job.token().registrations(), expected);
     // One given a source from outside listens for cancels that bypass its handle.
-    let job2 = AbortableNative::builder()
-        .child_of(&CancelSource::new().token())
-        .spawn_on(&spawner, |_| ())
+    let job2 = tethered::spawn(JobOptions::new().child_of(&CancelSource::new().token()).on(spawner.clone()), |_| ())
         .unwrap();
     assert_eq!(job2.token().registrations(), 1);
     spawner.take().run();
@@ -683,11 +671,10 @@ fn a_spawner_that_refuses_but_keeps_the_task_never_runs_the_closure() {
     let spawner = support::KeepingFailingSpawner::default();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
-    let err = AbortableNative::builder()
-        .spawn_on(&spawner, move |_| flag.store(true, Ordering::SeqCst))
+    let err = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| flag.store(true, Ordering::SeqCst))
         .unwrap_err();
     assert!(
-        err.to_string().contains("refused, but kept the task"),
+        tethered::bridge::error_chain(&err).contains("refused, but kept the task"),
         "{err}"
     );
     // The spawner runs what it kept anyway: the job was finished at the refusal.
@@ -709,16 +696,15 @@ fn a_spawner_that_refuses_but_keeps_the_task_never_runs_the_closure() {
 #[test]
 fn or_cancelled_turns_a_shutdown_refusal_into_a_stopped_handle() {
     let base = tethered::stats();
-    let job = AbortableNative::or_cancelled(
-        AbortableNative::builder().spawn_on(&ClosedSpawner, |_| unreachable!("refused")),
+    let job = tethered::bridge::spawned_or_stopped(
+        tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| unreachable!("refused")),
     );
     assert!(job.is_finished());
     assert!(matches!(
         job.join_blocking(),
         Err(NativeError::Cancelled {
             reason: CancelReason::Shutdown,
-            returned: None
-        })
+            returned: None, .. })
     ));
     assert!(tethered::stats().cancelled > base.cancelled);
 }
@@ -726,7 +712,7 @@ fn or_cancelled_turns_a_shutdown_refusal_into_a_stopped_handle() {
 #[test]
 fn or_cancelled_panics_on_a_refusal_that_is_not_a_shutdown() {
     let panic = std::panic::catch_unwind(|| {
-        AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&FailingSpawner, |_| ()))
+        tethered::bridge::spawned_or_stopped(tethered::spawn(JobOptions::new().on(FailingSpawner), |_| ()))
     })
     .unwrap_err();
     let message = panic
@@ -745,14 +731,13 @@ fn a_timeout_on_a_borrowed_handle_stops_waiting_and_keeps_the_handle_for_the_sto
         // until the closure returned, with what it returned.
         Err(NativeError::Abandoned {
             reason: CancelReason::Timeout,
-            grace: Duration::ZERO,
-        }) => block_on(&mut job).unwrap_err(),
+            grace: Duration::ZERO, .. }) => block_on(&mut job).unwrap_err(),
         // The spinning closure saw the cancel and returned before the race looked again: the
         // same stop, delivered already.
         Err(stopped @ NativeError::Cancelled { .. }) => stopped,
         other => panic!("{other:?}"),
     };
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Timeout));
     assert_eq!(stopped.into_returned(), Some(CancelReason::Timeout));
 }
 
@@ -765,7 +750,7 @@ fn cancel_after_through_the_tethered_trait_times_out_then_waits_for_the_closure(
     started.recv().unwrap();
     time_out(&job);
     let stopped = job.join_blocking().unwrap_err();
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Timeout));
     assert_eq!(stopped.into_returned(), Some(CancelReason::Timeout));
 }
 
@@ -782,12 +767,9 @@ fn os_thread_name() -> String {
 #[test]
 fn a_named_job_names_its_pool_thread_while_it_runs_and_gives_the_name_back() {
     let pool = QueueSpawner::default();
-    let named = AbortableNative::builder()
-        .name("script-request-4711")
-        .spawn_on(&pool, |_| os_thread_name())
+    let named = tethered::spawn(JobOptions::new().name("script-request-4711").on(pool.clone()), |_| os_thread_name())
         .unwrap();
-    let unnamed = AbortableNative::builder()
-        .spawn_on(&pool, |_| os_thread_name())
+    let unnamed = tethered::spawn(JobOptions::new().on(pool.clone()), |_| os_thread_name())
         .unwrap();
     let worker = thread::Builder::new()
         .name("pool-worker".into())
@@ -808,9 +790,7 @@ fn a_named_job_names_its_pool_thread_while_it_runs_and_gives_the_name_back() {
 #[test]
 fn a_named_job_that_panics_still_gives_its_thread_its_name_back() {
     let pool = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .name("doomed")
-        .spawn_on(&pool, |_| -> () { panic!("inside a named job") })
+    let job = tethered::spawn(JobOptions::new().name("doomed").on(pool.clone()), |_| -> () { panic!("inside a named job") })
         .unwrap();
     let worker = thread::Builder::new()
         .name("pool-worker".into())

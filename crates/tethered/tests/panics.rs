@@ -7,13 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use tethered::{
-    AbortableNative, CancelReason, CancelSource, NativeError, NativeScope, Runnable, SpawnError,
-    Spawner, stats,
-};
+use tethered::{AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, NativeScope, Runnable, SpawnError, Spawner, Tethered, stats};
 
 mod support;
 use support::QueueSpawner;
+use std::num::NonZeroUsize;
 
 /// The counters are process-wide: tests that compare them take turns.
 fn serial() -> MutexGuard<'static, ()> {
@@ -142,8 +140,7 @@ fn dropping_the_handle_of_a_job_that_panicked_with_such_a_payload_does_not_panic
 
     // And when the handle is gone before the closure panics, the runner drops it, contained.
     let (go_tx, go) = mpsc::channel::<()>();
-    let job = AbortableNative::builder()
-        .spawn_on(&tethered::ThreadSpawner::new(), move |_| {
+    let job = tethered::spawn(JobOptions::new().on(tethered::ThreadSpawner::new()), move |_| {
             let _ = go.recv();
             panic_any(PanicsOnDrop)
         })
@@ -177,7 +174,7 @@ fn a_queued_job_whose_capture_panics_on_drop_resolves_when_cancelled() {
     let _serial = serial();
     let before = stats();
     let pool = QueueSpawner::default();
-    let scope = NativeScope::with_spawner(pool.clone()).with_max_running(1);
+    let scope = NativeScope::with_spawner(pool.clone()).with_max_running(NonZeroUsize::new(1).unwrap());
     let blocker = scope.spawn(|token| token.wait()).unwrap();
     let capture = CaptureThatPanicsOnDrop;
     let queued = scope
@@ -224,12 +221,15 @@ impl Spawner for PanicsOnce {
 #[test]
 fn a_spawner_that_panics_once_is_an_error_and_leaves_the_scope_working() {
     quiet_panics();
-    let scope = NativeScope::with_spawner(PanicsOnce::default()).with_max_running(1);
+    let scope = NativeScope::with_spawner(PanicsOnce::default()).with_max_running(NonZeroUsize::new(1).unwrap());
     let first = catch_unwind(AssertUnwindSafe(|| scope.spawn(|_| 1)));
     let err = first
         .expect("the spawner's panic stays inside spawn()")
         .expect_err("a panicking spawner is a refusal");
-    assert!(err.to_string().contains("panicked"), "{err}");
+    assert!(
+        tethered::bridge::error_chain(&err).contains("panicked"),
+        "{err}"
+    );
     // The slot it took is free again: later jobs run, in order, one at a time.
     let jobs: Vec<_> = (0..5).map(|i| scope.spawn(move |_| i).unwrap()).collect();
     for (i, job) in jobs.into_iter().enumerate() {

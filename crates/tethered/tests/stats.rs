@@ -8,7 +8,8 @@ use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use support::{ClosedSpawner, QueueSpawner, Stuck};
-use tethered::{AbortableNative, Builder, CancelReason, NativeScope, stats};
+use tethered::{AbortableNative, CancelReason, JobOptions, NativeScope, Tethered, stats};
+use std::num::NonZeroUsize;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -55,7 +56,7 @@ fn running_counts_closures_executing_now() {
 fn an_external_job_counts_as_running_until_it_is_completed() {
     let _serial = serial();
     let base = stats();
-    let (job, completer) = AbortableNative::builder().external::<u32>();
+    let (job, completer) = support::external::<u32>(JobOptions::new());
     assert_eq!(stats().running, base.running + 1);
     assert_eq!(stats().spawned, base.spawned + 1);
     completer.complete(7);
@@ -123,15 +124,13 @@ fn refused_spawns_are_not_counted_and_unrun_jobs_count_as_cancelled() {
     let _serial = serial();
     let base = stats();
     assert!(
-        AbortableNative::builder()
-            .spawn_on(&ClosedSpawner, |_| ())
+        tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| ())
             .is_err()
     );
     assert_eq!(stats(), base);
 
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, |_| ())
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
         .unwrap();
     spawner.shut_down();
     assert!(job.join_blocking().is_err());
@@ -146,8 +145,7 @@ fn queued_counts_jobs_that_have_not_started() {
     let _serial = serial();
     let base = stats();
     let spawner = QueueSpawner::default();
-    let job = AbortableNative::builder()
-        .spawn_on(&spawner, |_| ())
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
         .unwrap();
     assert_eq!(stats().queued, base.queued + 1);
     spawner.take().run();
@@ -203,7 +201,7 @@ fn shutdown_stragglers_count_as_detached_until_they_return() {
     assert_eq!(stats().detached, base.detached + 1);
     release_tx.send(()).unwrap();
     let stopped = held.join_blocking().unwrap_err();
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
     assert_eq!(stats().detached, base.detached);
 }
 
@@ -212,9 +210,7 @@ fn an_abandoned_job_counts_as_detached_until_it_returns() {
     let _serial = serial();
     let base = stats();
     let stuck = Stuck::new();
-    let job = Builder::new()
-        .abandon_after(Duration::from_millis(10))
-        .spawn_on(&tethered::ThreadSpawner::new(), stuck.job())
+    let job = tethered::spawn(JobOptions::new().grace(Duration::from_millis(10)).on(tethered::ThreadSpawner::new()), stuck.job())
         .unwrap();
     stuck.wait_started();
     job.cancel(CancelReason::Requested);
@@ -232,10 +228,7 @@ fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
     let _serial = serial();
     let shared = tethered::CancelSource::new();
     for _ in 0..100 {
-        Builder::new()
-            .abandon_after(Duration::from_secs(60))
-            .child_of(&shared.token())
-            .spawn_on(&tethered::ThreadSpawner::new(), |_| ())
+        tethered::spawn(JobOptions::new().grace(Duration::from_secs(60)).child_of(&shared.token()).on(tethered::ThreadSpawner::new()), |_| ())
             .unwrap()
             .join_blocking()
             .unwrap();
@@ -246,12 +239,10 @@ fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
         "finished jobs leave nothing registered on a source they shared"
     );
 
-    let scope = NativeScope::new().with_max_running(1);
+    let scope = NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
     let jobs: Vec<_> = (0..50)
         .map(|_| {
-            Builder::new()
-                .child_of(&shared.token())
-                .spawn_in(&scope, |_| ())
+            tethered::spawn(JobOptions::new().child_of(&shared.token()).in_scope(&scope), |_| ())
         })
         .collect::<Result<_, _>>()
         .unwrap();

@@ -36,7 +36,7 @@ fn reports_a_leaked_job_with_the_counts() {
     started.recv().unwrap();
     drop(job);
     let err = wait_all_returned(Duration::from_millis(50)).unwrap_err();
-    assert_eq!(err.stats.running, 1);
+    assert_eq!(err.running, 1);
     assert!(err.waited >= Duration::from_millis(50));
     assert!(
         err.to_string()

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use tethered::{CancelGuard, CancelReason, CancelSource, CancelToken, Cancelled};
+use tethered::{CancelGuard, CancelReason, CancelSource, CancelToken, Cancelled, Cause};
 
 fn assert_send_sync_static<T: Send + Sync + 'static>() {}
 
@@ -43,12 +43,13 @@ fn cancel_sets_flag_and_reason_on_every_token_and_clone() {
 }
 
 #[test]
-fn only_the_first_cancel_returns_true_and_its_reason_sticks() {
+fn only_the_first_cancel_returns_true_and_its_reason_and_cause_stick() {
     let source = CancelSource::new();
-    assert!(source.cancel(CancelReason::custom("first")));
+    assert!(source.cancel_with_cause(CancelReason::Requested, Cause::msg("first")));
     assert!(!source.cancel(CancelReason::Timeout));
-    assert!(!source.cancel(CancelReason::custom("first")));
-    assert_eq!(source.token().reason(), Some(CancelReason::custom("first")));
+    assert!(!source.cancel_with_cause(CancelReason::Requested, Cause::msg("second")));
+    assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+    assert_eq!(source.token().cause().unwrap().to_string(), "first");
 }
 
 #[test]
@@ -61,19 +62,19 @@ fn concurrent_cancels_have_exactly_one_winner_and_everyone_agrees_on_its_reason(
                 let source = source.clone();
                 let barrier = barrier.clone();
                 thread::spawn(move || {
-                    let reason = CancelReason::custom(format!("thread {i}"));
+                    let cause = Cause::msg(format!("thread {i}"));
                     barrier.wait();
-                    let won = source.cancel(reason.clone());
-                    (won, reason, source.token().reason())
+                    let won = source.cancel_with_cause(CancelReason::Requested, cause.clone());
+                    (won, cause, source.token().cause().unwrap())
                 })
             })
             .collect();
         let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         let winners: Vec<_> = results.iter().filter(|(won, ..)| *won).collect();
         assert_eq!(winners.len(), 1);
-        let winning_reason = winners[0].1.clone();
+        let winning_cause = winners[0].1.clone();
         for (_, _, seen) in &results {
-            assert_eq!(seen.as_ref(), Some(&winning_reason));
+            assert!(seen.ptr_eq(&winning_cause));
         }
     }
 }
@@ -133,14 +134,15 @@ fn reasons_display_what_happened() {
     );
     assert_eq!(
         CancelReason::Dropped.to_string(),
-        "the awaiting future was dropped"
+        "the caller gave up"
     );
     assert_eq!(CancelReason::Timeout.to_string(), "the deadline passed");
     assert_eq!(
         CancelReason::Shutdown.to_string(),
-        "the runtime or pool is shutting down"
+        "its owner is shutting down"
     );
-    assert_eq!(CancelReason::custom("quota").to_string(), "quota");
+    assert_eq!(CancelReason::Failed.to_string(), "something it depends on failed");
+    assert_eq!(Cause::msg("quota").to_string(), "quota");
     let err: Box<dyn std::error::Error + Send + Sync> =
         Box::new(Cancelled::new(CancelReason::Timeout));
     assert_eq!(err.to_string(), "cancelled: the deadline passed");

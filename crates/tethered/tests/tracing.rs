@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use tethered::{Builder, CancelReason};
+use tethered::{CancelReason, JobOptions, Tethered};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -53,9 +53,7 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     tracing::subscriber::set_global_default(collector.clone()).unwrap();
 
     let (started_tx, started) = mpsc::channel();
-    let job = Builder::new()
-        .name("traced")
-        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
+    let job = tethered::spawn(JobOptions::new().name("traced").on(tethered::ThreadSpawner::new()), move |token| {
             started_tx.send(()).unwrap();
             token.wait()
         })
@@ -66,10 +64,7 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
 
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
-    let stuck = Builder::new()
-        .name("stuck")
-        .abandon_after(Duration::from_millis(5))
-        .spawn_on(&tethered::ThreadSpawner::new(), move |_| {
+    let stuck = tethered::spawn(JobOptions::new().name("stuck").grace(Duration::from_millis(5)).on(tethered::ThreadSpawner::new()), move |_| {
             started_tx.send(()).unwrap();
             release.recv().unwrap();
         })
@@ -85,10 +80,7 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     // callback comes first traces the cancel; the other does not.)
     let source = tethered::CancelSource::new();
     let (started_tx, started) = mpsc::channel();
-    let quick = Builder::new()
-        .name("quick")
-        .child_of(&source.token())
-        .spawn_on(&tethered::ThreadSpawner::new(), move |token| {
+    let quick = tethered::spawn(JobOptions::new().name("quick").child_of(&source.token()).on(tethered::ThreadSpawner::new()), move |token| {
             started_tx.send(()).unwrap();
             token.wait();
         })
@@ -98,8 +90,7 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     assert!(quick.join_blocking().unwrap_err().is_cancelled());
     canceller.join().unwrap();
 
-    let panicking = Builder::new()
-        .spawn_on(&tethered::ThreadSpawner::new(), |_| -> () {
+    let panicking = tethered::spawn(JobOptions::new().on(tethered::ThreadSpawner::new()), |_| -> () {
             panic!("traced panic")
         })
         .unwrap();

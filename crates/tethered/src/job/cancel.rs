@@ -34,8 +34,8 @@ where
     /// tracing). Nothing is registered otherwise, so a plain job costs no callback: its cancels
     /// come through its handle or scope, which finish a queued job themselves.
     pub(crate) fn watch(self: &Arc<Self>) {
-        if !self.options.has_parent
-            && self.options.abandon_after.is_none()
+        if !self.settings.outside_cancels
+            && self.settings.grace.is_none()
             && !cfg!(feature = "tracing")
         {
             return;
@@ -50,7 +50,7 @@ where
         self.keep_guard(guard);
     }
 
-    fn on_cancelled(self: Arc<Self>, reason: &CancelReason) {
+    fn on_cancelled(self: Arc<Self>, reason: CancelReason) {
         let (finished, accepted) = {
             let state = sync::lock(&self.state);
             (
@@ -71,7 +71,7 @@ where
         if accepted {
             self.finish_if_queued();
         }
-        if let Some(grace) = self.options.abandon_after {
+        if let Some(grace) = self.settings.grace {
             // A grace too long for an `Instant` (`Duration::MAX`) never abandons.
             let Some(deadline) = Instant::now().checked_add(grace) else {
                 return;
@@ -136,12 +136,10 @@ where
 
     /// What an abandoned handle resolves to.
     pub(super) fn abandoned_error(&self, grace: Duration) -> NativeError<T> {
+        let (reason, cause) = self.stop();
         NativeError::Abandoned {
-            reason: self
-                .source
-                .state
-                .reason()
-                .unwrap_or(CancelReason::Requested),
+            reason,
+            cause,
             grace,
         }
     }
@@ -149,7 +147,7 @@ where
     /// Records the cancel's time and traces it, unless the job finished or the return traced
     /// it first.
     #[cfg(feature = "tracing")]
-    fn trace_cancel(&self, reason: &CancelReason, finished: bool) {
+    fn trace_cancel(&self, reason: CancelReason, finished: bool) {
         let trace = {
             let mut state = sync::lock(&self.state);
             state.traced.cancelled_at = Some(Instant::now());
@@ -183,7 +181,7 @@ where
             (trace_cancel, since)
         };
         if trace_cancel {
-            self.span.cancelled(&reason);
+            self.span.cancelled(reason);
         }
         self.span.returned(Some(since_cancel));
     }
@@ -194,7 +192,7 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    fn cancelled(self: Arc<Self>, reason: &CancelReason) {
+    fn cancelled(self: Arc<Self>, reason: CancelReason) {
         self.on_cancelled(reason);
     }
 }

@@ -7,7 +7,6 @@ use super::{Handoff, Job, JobControl, JobHandle, Stage, Waiter, settle};
 use crate::callback::CallbackGuard;
 use crate::contain::drop_contained;
 use crate::error::NativeError;
-use crate::reason::CancelReason;
 use crate::spawn_error::SpawnError;
 use crate::stats::Event;
 use crate::sync::{self, Arc};
@@ -19,12 +18,12 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    fn id(&self) -> u64 {
+    fn id(&self) -> crate::JobId {
         self.id
     }
 
     fn name(&self) -> Option<&str> {
-        self.options.name.as_deref()
+        self.settings.name.as_deref()
     }
 
     fn source(&self) -> &CancelSource {
@@ -39,12 +38,7 @@ where
         let Some(f) = self.take_closure(|_| {}) else {
             return;
         };
-        let reason = self
-            .source
-            .state
-            .reason()
-            .unwrap_or(CancelReason::Requested);
-        self.skip(f, reason);
+        self.skip(f);
     }
 
     fn keep_guard(&self, guard: CallbackGuard) {

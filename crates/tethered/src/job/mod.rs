@@ -27,10 +27,12 @@
 //!     └───────────handle dropped or detached─────────────────────────────────────▶ Released
 //! ```
 //!
-//! One flag stays beside them, `detached`: membership in `stats().detached`, set once on an
-//! unfinished job whose handle let go outside a scope, that was abandoned, or that a scope's
-//! shutdown left behind, and counted out when it finishes. It is a counter's membership, set
-//! from any stage but the last and by three different owners, not a step of any one lifecycle.
+//! Two flags stay beside them, `detached` and `parked`. `detached` is membership in
+//! `stats().detached`, set once on an unfinished job whose handle let go outside a scope, that
+//! was abandoned, or that a scope's shutdown left behind, and counted out when it finishes: a
+//! counter's membership, set from any stage but the last and by three different owners, not a
+//! step of any one lifecycle. `parked` is membership in `stats().idle` instead of `running`,
+//! for an external job in `Running` whose work waits for its next turn.
 //! A job is counted in `stats().cancelled` when the second of `Finished` and `Accepted` is
 //! reached (each is reached once, under the lock), so no "settled" flag is needed.
 //!
@@ -77,6 +79,7 @@ use std::time::Duration;
 
 use crate::callback::CallbackGuard;
 use crate::error::NativeError;
+use crate::job_id::JobId;
 use crate::reason::CancelReason;
 use crate::spawn_error::SpawnError;
 use crate::stats::{self, Counters, Event};
@@ -85,20 +88,21 @@ use crate::token::CancelSource;
 use crate::token::CancelToken;
 use crate::trace::JobSpan;
 
-/// What a job is told at creation besides its closure.
+/// What a job keeps of its [`JobOptions`](crate::JobOptions) besides its closure and token.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct JobOptions {
+pub(crate) struct Settings {
     pub(crate) name: Option<Arc<str>>,
-    pub(crate) abandon_after: Option<Duration>,
-    /// The job's token is the child of a caller's token, so a cancel can come from outside
-    /// the handle.
-    pub(crate) has_parent: bool,
+    /// The grace: how long the handle waits after a cancel before it abandons the job.
+    pub(crate) grace: Option<Duration>,
+    /// A cancel can come from outside the handle: a parent token, a deadline.
+    pub(crate) outside_cancels: bool,
+    pub(crate) panic: crate::options::PanicPolicy,
 }
 
 /// Told when a job finishes, from the thread that finished it, with no lock held; and counts
 /// the job's events beside the process-wide counters.
 pub(crate) trait FinishObserver: Send + Sync {
-    fn job_finished(&self, id: u64);
+    fn job_finished(&self, id: JobId);
     fn counters(&self) -> &Counters;
 }
 
@@ -113,8 +117,8 @@ pub(crate) struct Job<T, F> {
     /// Signalled when the job reaches `Finished` or is abandoned, if anyone sleeps on it
     /// (invariant 6).
     changed: Condvar,
-    id: u64,
-    options: JobOptions,
+    id: JobId,
+    settings: Settings,
     span: JobSpan,
 }
 
@@ -130,6 +134,9 @@ struct State<T, F> {
     waiter: Waiter,
     /// The job counts as detached (see the module docs: a counter's membership).
     detached: bool,
+    /// An external job counts as idle rather than running (`Completer::set_idle`): a
+    /// counter's membership too, held only while `Running`.
+    parked: bool,
     /// Registrations on the job's token that serve the job only (its abandon timer, its
     /// tracing, a scope's queue): dropped when the job finishes, so a source shared by many
     /// jobs does not collect one per finished job.
@@ -196,7 +203,7 @@ pub(crate) trait RunJob: Send + Sync {
 
 /// What a scope needs of a job, with its types erased.
 pub(crate) trait JobControl: Send + Sync {
-    fn id(&self) -> u64;
+    fn id(&self) -> JobId;
     fn name(&self) -> Option<&str>;
     fn source(&self) -> &CancelSource;
     fn is_finished(&self) -> bool;
@@ -236,21 +243,13 @@ pub(crate) trait JobHandle<T>: JobControl {
     fn join_blocking(&self) -> Result<T, NativeError<T>>;
 }
 
-/// The closure type of a job whose work runs elsewhere (see `Builder::external`): a
+/// The closure type of a job whose work runs elsewhere (see `bridge::external`): a
 /// placeholder, taken out and dropped when the job starts, never called.
 pub(crate) type External<T> = fn(CancelToken) -> T;
 
 /// The placeholder closure of an external job.
 pub(crate) fn external_placeholder<T>() -> External<T> {
     |_token| unreachable!("an external job's closure is never called")
-}
-
-/// Ids for jobs, unique within the process.
-fn next_job_id() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    // ORDERING: Relaxed: only uniqueness matters, which any ordering of one RMW gives.
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl<T, F> Job<T, F>
@@ -263,15 +262,15 @@ where
     pub(crate) fn new(
         f: F,
         source: CancelSource,
-        options: JobOptions,
+        settings: Settings,
         observer: Option<Arc<dyn FinishObserver>>,
     ) -> Self {
-        let id = next_job_id();
+        let id = JobId::next();
         stats::count(Event::Queued, observer.as_deref().map(|o| o.counters()));
-        let span = JobSpan::new(id, options.name.as_deref());
+        let span = JobSpan::new(id, settings.name.as_deref());
         Job {
             id,
-            options,
+            settings,
             source,
             state: Mutex::new(State {
                 stage: Stage::Queued(f),
@@ -280,6 +279,7 @@ where
                 handoff: Handoff::Offered,
                 waiter: Waiter::Waiting,
                 detached: false,
+                parked: false,
                 guards: Vec::new(),
                 timer: None,
                 #[cfg(feature = "tracing")]

@@ -37,12 +37,22 @@ where
         Some(f)
     }
 
-    /// Finishes a job whose closure will never run, with `reason`.
-    pub(super) fn skip(&self, f: F, reason: CancelReason) {
-        self.span.skipped(&reason);
+    /// Finishes a job whose closure will never run, with the token's reason and cause.
+    pub(super) fn skip(&self, f: F) {
+        let (reason, cause) = self.stop();
+        self.span.skipped(reason);
         drop_contained(f);
         self.count(Event::Dequeued);
-        self.finish(Err(NativeError::cancelled(reason)));
+        self.finish(Err(NativeError::cancelled(reason, cause)));
+    }
+
+    /// The token's reason and cause, once it was cancelled.
+    pub(super) fn stop(&self) -> (CancelReason, Option<crate::Cause>) {
+        // Only called once the token was cancelled: it then holds its reason.
+        self.source
+            .state
+            .stop()
+            .unwrap_or((CancelReason::Requested, None))
     }
 
     /// Publishes `result` and wakes whoever waits for it.
@@ -54,14 +64,14 @@ where
     pub(super) fn finish(&self, result: Result<T, NativeError<T>>) {
         let sealed = self.source.state.seal();
         let result = match result {
-            Ok(value) if !sealed => Err(NativeError::Cancelled {
-                reason: self
-                    .source
-                    .state
-                    .reason()
-                    .unwrap_or(CancelReason::Requested),
-                returned: Some(Box::new(value)),
-            }),
+            Ok(value) if !sealed => {
+                let (reason, cause) = self.stop();
+                Err(NativeError::Cancelled {
+                    reason,
+                    cause,
+                    returned: Some(Box::new(value)),
+                })
+            }
             other => other,
         };
         let mut state = sync::lock(&self.state);
@@ -122,6 +132,25 @@ where
     }
 }
 
+impl<T, F> Job<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    /// A panic under [`PanicPolicy::Abort`](crate::PanicPolicy::Abort) ends the process here,
+    /// once the panic hook has reported it.
+    fn apply_panic_policy(&self, panic: &JobPanic) {
+        if self.settings.panic == crate::PanicPolicy::Abort {
+            let name = self.settings.name.as_deref().unwrap_or("(unnamed)");
+            eprintln!(
+                "tethered: job {} {name:?} panicked ({panic}) under PanicPolicy::Abort; aborting the process",
+                self.id
+            );
+            std::process::abort();
+        }
+    }
+}
+
 impl<T, F> RunJob for Job<T, F>
 where
     T: Send + 'static,
@@ -132,14 +161,14 @@ where
             return;
         };
         let token = self.source.token();
-        if let Some(reason) = token.reason() {
-            self.skip(f, reason);
+        if token.is_cancelled() {
+            self.skip(f);
             return;
         }
         self.count(Event::Began);
         let outcome = self.span.in_scope(|| {
             // Named after the job while it runs, on whatever pool (restored when it returns).
-            let _named = self.options.name.as_deref().map(ThreadName::set);
+            let _named = self.settings.name.as_deref().map(ThreadName::set);
             catch_unwind(AssertUnwindSafe(|| f(token)))
         });
         self.count(Event::Returned);
@@ -153,6 +182,7 @@ where
                 self.count(Event::Panicked);
                 let panic = JobPanic::new(payload);
                 self.span.panicked(panic.message());
+                self.apply_panic_policy(&panic);
                 Err(NativeError::Panicked(panic))
             }
         };
@@ -173,11 +203,12 @@ where
         self.source.cancel(CancelReason::Shutdown);
         drop_contained(f);
         self.count(Event::Dequeued);
-        self.finish(Err(NativeError::cancelled(CancelReason::Shutdown)));
+        let (reason, cause) = self.stop();
+        self.finish(Err(NativeError::cancelled(reason, cause)));
     }
 
     fn name(&self) -> Option<&str> {
-        self.options.name.as_deref()
+        self.settings.name.as_deref()
     }
 
     fn is_cancelled(&self) -> bool {
@@ -201,18 +232,42 @@ impl<T: Send + 'static> Job<T, External<T>> {
         let Some(placeholder) = self.take_closure(|_| {}) else {
             return false;
         };
-        if let Some(reason) = self.source.token().reason() {
-            self.skip(placeholder, reason);
+        if self.source.is_cancelled() {
+            self.skip(placeholder);
             return false;
         }
         self.count(Event::Began);
         true
     }
 
+    /// Counts the running external job as idle (or running again): `false` if it is not
+    /// running (not started, or finished).
+    pub(crate) fn set_idle(&self, idle: bool) -> bool {
+        let mut state = sync::lock(&self.state);
+        if !matches!(state.stage, Stage::Running) {
+            return false;
+        }
+        if state.parked != idle {
+            state.parked = idle;
+            self.count(if idle { Event::Parked } else { Event::Unparked });
+        }
+        true
+    }
+
+    /// Counts the external job out of `running` (or `idle`) as it completes.
+    fn count_return(&self) {
+        let parked = std::mem::take(&mut sync::lock(&self.state).parked);
+        self.count(if parked {
+            Event::ReturnedIdle
+        } else {
+            Event::Returned
+        });
+    }
+
     /// Finishes an external job: with `Some(value)` as a closure's return (the seal decides
     /// whether a cancel came first), with `None` as stopped (the work was lost).
     pub(crate) fn complete(&self, value: Option<T>) {
-        self.count(Event::Returned);
+        self.count_return();
         match value {
             Some(value) => {
                 #[cfg(feature = "tracing")]
@@ -223,17 +278,18 @@ impl<T: Send + 'static> Job<T, External<T>> {
                 // The token's reason if it was cancelled; else the work was lost, which its
                 // token hears as a shutdown.
                 self.source.cancel(CancelReason::Shutdown);
-                let reason = self.source.state.reason().unwrap_or(CancelReason::Shutdown);
-                self.finish(Err(NativeError::cancelled(reason)));
+                let (reason, cause) = self.stop();
+                self.finish(Err(NativeError::cancelled(reason, cause)));
             }
         }
     }
 
     /// Finishes an external job as panicked.
     pub(crate) fn complete_panicked(&self, panic: JobPanic) {
-        self.count(Event::Returned);
+        self.count_return();
         self.count(Event::Panicked);
         self.span.panicked(panic.message());
+        self.apply_panic_policy(&panic);
         self.finish(Err(NativeError::Panicked(panic)));
     }
 
@@ -241,7 +297,4 @@ impl<T: Send + 'static> Job<T, External<T>> {
         self.source.token()
     }
 
-    pub(crate) fn token_is_cancelled(&self) -> bool {
-        self.source.is_cancelled()
-    }
 }

@@ -6,6 +6,8 @@ mod abort_handle;
 mod start;
 
 pub use abort_handle::AbortHandle;
+pub use start::{external, spawn};
+pub(crate) use start::{accepted, cancel_at, make, prepare, spawn_or};
 
 use crate::sync::Arc;
 use std::fmt;
@@ -14,9 +16,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::error::NativeError;
+use crate::handle::Tethered;
 use crate::job::{JobControl, JobHandle};
-use crate::reason::CancelReason;
-use crate::state::TokenState;
+use crate::job_id::JobId;
+use crate::reason::{CancelReason, Cause};
+use crate::state::{Cancel, TokenState};
 use crate::token::CancelToken;
 
 /// The handle to a job running `FnOnce(CancelToken) -> T` on a native thread.
@@ -30,24 +34,25 @@ use crate::token::CancelToken;
 /// the table of every case):
 ///
 /// - `Ok(value)`: the closure returned `value` and no cancel came before it did.
-/// - `Err(NativeError::Cancelled { reason, returned })`: the job was stopped, and the native
-///   code is done with it. `returned` is what the closure returned after the cancel (a partial
-///   result, an error of its own), or `None` if it never ran.
+/// - `Err(NativeError::Cancelled { reason, returned, .. })`: the job was stopped, and the
+///   native code is done with it. `returned` is what the closure returned after the cancel (a
+///   partial result, an error of its own), or `None` if it never ran.
 /// - `Err(NativeError::Panicked(..))`: the closure panicked; the panic never reaches the task
 ///   that awaits.
 /// - `Err(NativeError::Abandoned { .. })`: the caller stopped waiting for a cancelled closure
-///   that still ran (a `timeout`, or a job built with
-///   [`Builder::abandon_after`](crate::Builder::abandon_after)).
+///   that still ran (a `timeout`, or a job with a [`grace`](crate::JobOptions::grace)).
 ///
 /// Awaiting it (or [`join_blocking`](Self::join_blocking)) waits until the closure has
 /// returned or was skipped, so it is also how to know the native thread is done with the job.
+/// Cancelling it, deadlines, races and cancel-and-join are the [`Tethered`] methods every
+/// handle has.
 ///
-/// How to start one: [`NativeScope::spawn`](crate::NativeScope::spawn) or an adapter's
-/// `spawn_native` on a runtime's pool, [`Builder::spawn_on`](crate::Builder::spawn_on) for a
-/// name, a parent token or another pool, and [`AbortableNative::spawn`] for a thread of its own.
+/// How to start one: an adapter's `spawn_native` on a runtime's pool,
+/// [`NativeScope::spawn`](crate::NativeScope::spawn) in a scope, [`spawn`](crate::spawn) (or an
+/// adapter's `spawn_native_with`) with [`JobOptions`](crate::JobOptions), and
+/// [`AbortableNative::spawn`] for a thread of its own.
 ///
 /// ```
-/// use std::time::Duration;
 /// use tethered::{AbortableNative, CancelReason};
 ///
 /// let job = AbortableNative::spawn(|token| {
@@ -57,31 +62,44 @@ use crate::token::CancelToken;
 ///     }
 ///     n
 /// });
-/// let token = job.token();
+/// let token = tethered::Tethered::token(&job).clone();
 /// drop(job); // the awaiting side goes away...
-/// assert_eq!(token.reason(), Some(CancelReason::Dropped)); // ...and the job hears it
+/// assert_eq!(token.wait(), CancelReason::Dropped); // ...and the job hears it
 /// ```
 #[must_use = "dropping an `AbortableNative` cancels its job"]
 pub struct AbortableNative<T> {
     /// `None` once detached or joined.
     job: Option<Arc<dyn JobHandle<T>>>,
     token: CancelToken,
+    id: JobId,
     /// The job's name, kept for `Debug` after the job was joined.
     name: Option<Arc<str>>,
 }
 
 impl<T> AbortableNative<T> {
-    fn named(mut self) -> Self {
-        self.name = self.job.as_ref().and_then(|job| job.name().map(Arc::from));
-        self
+    /// The handle of `job`.
+    pub(crate) fn handle<F>(job: Arc<crate::job::Job<T, F>>) -> Self
+    where
+        T: Send + 'static,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        let token = job.source().token();
+        let id = JobControl::id(&*job);
+        let name = JobControl::name(&*job).map(Arc::from);
+        AbortableNative {
+            job: Some(job),
+            token,
+            id,
+            name,
+        }
     }
 
-    /// The job's name, if it was given one with [`Builder::name`](crate::Builder::name).
+    /// The job's name, if it was given one with [`JobOptions::name`](crate::JobOptions::name).
     ///
     /// ```
-    /// let job = tethered::Builder::new()
-    ///     .name("render-3")
-    ///     .spawn_on(&tethered::ThreadSpawner::new(), |_| ())?;
+    /// use tethered::JobOptions;
+    ///
+    /// let job = tethered::spawn(JobOptions::new().name("render-3"), |_| ())?;
     /// assert_eq!(job.name(), Some("render-3"));
     /// # job.join_blocking()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -90,169 +108,13 @@ impl<T> AbortableNative<T> {
         self.name.as_deref()
     }
 
-    /// A token of the job: cancelled when the job is.
-    pub fn token(&self) -> CancelToken {
-        self.token.clone()
-    }
-
-    /// Cancels the job with `reason`; `true` if this call cancelled it, `false` if it was
-    /// cancelled already or has finished (a finished job's token is left alone).
-    ///
-    /// A running closure sees its token cancelled, and the handle resolves when it returns, to
-    /// `Err(NativeError::Cancelled { reason, returned: Some(what it returned) })`. A job whose
-    /// closure has not started finishes at once with `returned: None`, even while its task
-    /// waits in a full pool: the closure is dropped unrun, and the pool's later run of the task
-    /// does nothing.
-    ///
-    /// ```
-    /// use std::sync::mpsc;
-    /// use tethered::{AbortableNative, CancelReason};
-    ///
-    /// let (started_tx, started) = mpsc::channel();
-    /// let job = AbortableNative::spawn(move |token| {
-    ///     started_tx.send(()).unwrap();
-    ///     token.wait()
-    /// });
-    /// started.recv().unwrap(); // the closure runs: it will see the cancel and return
-    /// assert!(job.cancel(CancelReason::custom("user pressed stop")));
-    /// let err = job.join_blocking().unwrap_err();
-    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::custom("user pressed stop")));
-    /// assert_eq!(err.into_returned(), Some(CancelReason::custom("user pressed stop")));
-    /// ```
-    pub fn cancel(&self, reason: CancelReason) -> bool {
-        // A handle that was joined (or is being detached) cancels nothing.
-        let Some(job) = &self.job else {
-            return false;
-        };
-        cancel_job(&self.token.state, Some(&**job), reason)
-    }
-
-    /// A cheap, clonable handle that cancels this job from elsewhere (another task, a
-    /// callback, a signal handler thread) without owning its result.
-    ///
-    /// ```
-    /// use tethered::{AbortableNative, CancelReason, NativeError};
-    ///
-    /// let job = AbortableNative::spawn(|token| token.wait());
-    /// let abort = job.abort_handle();
-    /// std::thread::spawn(move || abort.cancel(CancelReason::Requested));
-    /// let err = job.join_blocking().unwrap_err();
-    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Requested));
-    /// ```
-    pub fn abort_handle(&self) -> AbortHandle {
-        AbortHandle {
-            token: self.token.clone(),
-            job: self
-                .job
-                .as_ref()
-                .map(|job| Arc::downgrade(&job.clone().control())),
-        }
-    }
-
-    /// Cancels the job with [`CancelReason::Timeout`] once `delay` has passed, unless it has
-    /// finished (or was cancelled) first: a deadline on the crate's timer thread, with no
-    /// runtime needed, that the job's token carries ([`CancelToken::deadline`]). Awaiting or
-    /// joining the handle then gives the job's own answer once its closure has returned
-    /// (`Err(NativeError::Cancelled { reason: Timeout, returned })` if the deadline came
-    /// first), so this is "time out, then wait until the work has stopped" in one step, on
-    /// every runtime. An adapter's `timeout` answers at the deadline instead, without waiting.
-    ///
-    /// A `delay` too long for an `Instant` (`Duration::MAX`) never fires. The deadline keeps
-    /// neither the job nor its result alive, and leaves the timer as soon as the job finishes
-    /// or is cancelled. On a handle that was already joined it does nothing.
-    ///
-    /// # Errors
-    ///
-    /// Only if the timer thread is not running yet and the OS refuses to start it; nothing is
-    /// scheduled then, and a later call tries again.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use tethered::{AbortableNative, CancelReason};
-    ///
-    /// let job = AbortableNative::spawn(|token| token.wait());
-    /// job.cancel_after(Duration::from_millis(10))?;
-    /// let err = job.join_blocking().unwrap_err();
-    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
-        let Some(job) = &self.job else {
-            return Ok(());
-        };
-        // `Weak`s both: a deadline keeps nothing alive.
-        let token = self.token.state.downgrade();
-        let job = Arc::downgrade(&job.clone().control());
-        self.token.on_deadline(delay, move || {
-            if let Some(token) = token.upgrade() {
-                let job = job.upgrade();
-                cancel_job(&token, job.as_deref(), CancelReason::Timeout);
-            }
-        })
-    }
-
-    /// Whether the job is finished: its closure has returned, or it will never run.
-    pub fn is_finished(&self) -> bool {
-        self.job.as_ref().is_none_or(|job| job.is_finished())
-    }
-
-    /// Cancels with [`CancelReason::Requested`] now, and returns a future that resolves only
-    /// after the closure has returned (or was skipped): cancel-and-join.
-    ///
-    /// ```
-    /// use std::sync::mpsc;
-    /// use tethered::{AbortableNative, CancelReason, NativeError};
-    ///
-    /// let (started_tx, started) = mpsc::channel();
-    /// let job = AbortableNative::spawn(move |token| {
-    ///     started_tx.send(()).unwrap();
-    ///     token.wait(); // blocks until cancelled
-    ///     "cleaned up"
-    /// });
-    /// started.recv().unwrap();
-    /// let result = futures_executor::block_on(job.cancel_and_join());
-    /// // The closure has returned, and what it returned comes back with the stop:
-    /// assert_eq!(result.unwrap_err().into_returned(), Some("cleaned up"));
-    ///
-    /// // Started or not (then it resolves at once, its closure never run), the handle says
-    /// // that it was stopped and why:
-    /// let job = AbortableNative::spawn(|token| token.wait());
-    /// let err = futures_executor::block_on(job.cancel_and_join()).unwrap_err();
-    /// assert!(matches!(err, NativeError::Cancelled { reason: CancelReason::Requested, .. }));
-    /// ```
-    pub fn cancel_and_join(self) -> CancelAndJoin<T> {
-        self.cancel_and_join_with(CancelReason::Requested)
-    }
-
-    /// [`cancel_and_join`](Self::cancel_and_join) with a reason of your choosing, e.g.
-    /// [`CancelReason::Timeout`] when a deadline passed and the closure's partial result is
-    /// still wanted.
-    ///
-    /// ```
-    /// use std::sync::mpsc;
-    /// use tethered::{AbortableNative, CancelReason};
-    ///
-    /// let (started_tx, started) = mpsc::channel();
-    /// let job = AbortableNative::spawn(move |token| {
-    ///     started_tx.send(()).unwrap();
-    ///     let mut steps = 0u64;
-    ///     while !token.is_cancelled() {
-    ///         steps += 1;
-    ///     }
-    ///     (steps, token.reason()) // a partial result that says why it stopped
-    /// });
-    /// started.recv().unwrap();
-    /// let err = futures_executor::block_on(job.cancel_and_join_with(CancelReason::Timeout));
-    /// let (_steps, why) = err.unwrap_err().into_returned().unwrap();
-    /// assert_eq!(why, Some(CancelReason::Timeout));
-    /// ```
-    pub fn cancel_and_join_with(self, reason: CancelReason) -> CancelAndJoin<T> {
-        self.cancel(reason);
-        CancelAndJoin { handle: self }
-    }
-
     /// Blocks the calling thread until the job finishes and returns its result: the twin of
     /// `.await` for synchronous callers. Do not call it on an async runtime's worker thread.
+    ///
+    /// # Panics
+    ///
+    /// If the handle already gave its result (it was awaited to the end, or a
+    /// `timeout(d, &mut job)` gave the job's own result).
     ///
     /// ```
     /// let job = tethered::AbortableNative::spawn(|_token| 6 * 7);
@@ -275,8 +137,10 @@ impl<T> AbortableNative<T> {
     /// it behind.
     ///
     /// ```
+    /// use tethered::Tethered;
+    ///
     /// let job = tethered::AbortableNative::spawn(|token| token.is_cancelled());
-    /// let token = job.token();
+    /// let token = job.token().clone();
     /// job.detach();
     /// assert!(!token.is_cancelled());
     /// ```
@@ -287,6 +151,53 @@ impl<T> AbortableNative<T> {
             }
             job.release();
         }
+    }
+}
+
+impl<T> Tethered for AbortableNative<T> {
+    type Value = T;
+
+    fn id(&self) -> JobId {
+        self.id
+    }
+
+    fn token(&self) -> &CancelToken {
+        &self.token
+    }
+
+    fn is_finished(&self) -> bool {
+        self.job.as_ref().is_none_or(|job| job.is_finished())
+    }
+
+    fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            token: self.token.clone(),
+            id: self.id,
+            job: self
+                .job
+                .as_ref()
+                .map(|job| Arc::downgrade(&job.clone().control())),
+        }
+    }
+
+    /// Overridden for speed: a cancel from the handle reaches the job directly, not through
+    /// an [`AbortHandle`].
+    fn cancel_with_cause(&self, reason: CancelReason, cause: impl Into<Cause>) -> bool {
+        self.cancel_because(reason, Some(cause.into()))
+    }
+
+    fn cancel(&self, reason: CancelReason) -> bool {
+        self.cancel_because(reason, None)
+    }
+}
+
+impl<T> AbortableNative<T> {
+    fn cancel_because(&self, reason: CancelReason, cause: Option<Cause>) -> bool {
+        // A handle that was joined (or is being detached) cancels nothing.
+        let Some(job) = &self.job else {
+            return false;
+        };
+        cancel_job(&self.token.state, Some(&**job), reason, cause)
     }
 }
 
@@ -308,7 +219,7 @@ impl<T> Future for AbortableNative<T> {
 impl<T> Drop for AbortableNative<T> {
     fn drop(&mut self) {
         // A no-op once the job finished, or once the handle was joined or detached.
-        self.cancel(CancelReason::Dropped);
+        self.cancel_because(CancelReason::Dropped, None);
         if let Some(job) = self.job.take() {
             // A result nobody took is dropped contained (a panic payload's `Drop` may panic).
             job.release();
@@ -319,6 +230,7 @@ impl<T> Drop for AbortableNative<T> {
 impl<T> fmt::Debug for AbortableNative<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("AbortableNative");
+        debug.field("id", &self.id);
         if let Some(name) = &self.name {
             debug.field("name", name);
         }
@@ -329,40 +241,30 @@ impl<T> fmt::Debug for AbortableNative<T> {
     }
 }
 
-/// Cancels a job from outside (its handle, an abort handle, their drops): `true` only if this
-/// call cancelled it.
+/// Cancels a job from outside (its handle, an abort handle, a deadline, their drops): `true`
+/// only if this call decided the reason (see [`CancelSource::cancel`](crate::CancelSource::cancel)).
 ///
 /// One decision point: the job's token's flag. A job that finished has sealed its token, so
 /// the cancel is a no-op; one that has not is cancelled before it can seal, and a job still
-/// waiting (queued in a pool or a scope) finishes now instead of when a thread reaches it.
+/// waiting (queued in a pool or a scope) finishes now instead of when a thread reaches it,
+/// whichever reason the token took (this call's, or a cancelled ancestor's).
 ///
 /// Generic over the job's view, not `&dyn JobControl`: the handle holds a `dyn JobHandle<T>`,
 /// and turning that into a `dyn JobControl` is trait upcasting, newer than `rust-version`.
-fn cancel_job<J>(token: &TokenState, job: Option<&J>, reason: CancelReason) -> bool
+pub(crate) fn cancel_job<J>(
+    token: &TokenState,
+    job: Option<&J>,
+    reason: CancelReason,
+    cause: Option<Cause>,
+) -> bool
 where
     J: JobControl + ?Sized,
 {
-    if !token.cancel(reason) {
-        return false;
+    let outcome = token.cancel(reason, cause);
+    if outcome.cancelled_it() {
+        if let Some(job) = job {
+            job.finish_if_queued();
+        }
     }
-    if let Some(job) = job {
-        job.finish_if_queued();
-    }
-    true
-}
-
-/// Resolves once a cancelled job's closure has returned; made by
-/// [`AbortableNative::cancel_and_join`].
-#[must_use = "futures do nothing unless polled"]
-#[derive(Debug)]
-pub struct CancelAndJoin<T> {
-    handle: AbortableNative<T>,
-}
-
-impl<T> Future for CancelAndJoin<T> {
-    type Output = Result<T, NativeError<T>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.handle).poll(cx)
-    }
+    outcome == Cancel::Won
 }

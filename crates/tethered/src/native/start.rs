@@ -1,31 +1,275 @@
-//! How a job is made: the constructors of [`AbortableNative`], all through
-//! [`AbortableNative::spawn_with`] (or [`AbortableNative::external`]).
+//! How a job is made: [`spawn`] and the other constructors, all through [`prepare`] (or
+//! [`external`] for work that runs elsewhere).
 
-use super::AbortableNative;
+use std::time::Instant;
+
+use super::{AbortableNative, cancel_job};
 use crate::completer::Completer;
-use crate::job::{FinishObserver, Job, JobControl, JobHandle, JobOptions, external_placeholder};
+use crate::contain::run_contained;
+use crate::job::{FinishObserver, Job, JobControl, JobHandle, Settings, external_placeholder};
+use crate::options::{Deadline, ExternalPlacement, JobOptions, Place, Placement};
 use crate::reason::CancelReason;
 use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::sync::Arc;
-use crate::token::CancelSource;
-use crate::token::CancelToken;
+use crate::token::{CancelSource, CancelToken};
+
+/// Starts `f` where `options` place it, and returns its handle: on a new thread of its own
+/// ([`Unplaced`](crate::Unplaced), the default here), through a [`Spawner`]
+/// ([`JobOptions::on`]), or in a [`NativeScope`](crate::NativeScope) ([`JobOptions::in_scope`]),
+/// with every other option honoured. Each runtime adapter's `spawn_native_with` takes the same
+/// options and runs an unplaced job on its runtime's blocking pool instead.
+///
+/// # Errors
+///
+/// [`SpawnError`]: the spawner's refusal (no thread from the OS, a runtime shutting down, a
+/// scope that was shut down), or a deadline the crate's timer thread could not be started for.
+/// The closure never runs then.
+///
+/// ```
+/// use tethered::{CancelSource, JobOptions, ThreadSpawner};
+///
+/// let request = CancelSource::new();
+/// let job = tethered::spawn(
+///     JobOptions::new().name("sum").child_of(&request.token()).on(ThreadSpawner::new()),
+///     |_token| 2 * 21,
+/// )?;
+/// assert_eq!(job.join_blocking()?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn spawn<P, T, F>(options: JobOptions<P>, f: F) -> Result<AbortableNative<T>, SpawnError>
+where
+    P: Placement,
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    spawn_or(options, || Ok(ThreadSpawner::new()), f)
+}
+
+/// [`spawn`], with `default` giving the spawner for an unplaced job: how an adapter puts
+/// unplaced jobs on its runtime's pool (called only when the options place the job nowhere).
+pub(crate) fn spawn_or<P, S, D, T, F>(
+    options: JobOptions<P>,
+    default: D,
+    f: F,
+) -> Result<AbortableNative<T>, SpawnError>
+where
+    P: Placement,
+    S: Spawner,
+    D: FnOnce() -> Result<S, SpawnError>,
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    let (options, place) = options.unplaced();
+    match place {
+        Place::Default => spawn_with(&default()?, options, None, f),
+        Place::Spawner(spawner) => spawn_with(&*spawner, options, None, f),
+        Place::Scope(scope) => scope.spawn_job(options, f),
+    }
+}
+
+/// Starts `f` through `spawner`, for a job of a scope (`observer`) or none.
+pub(crate) fn spawn_with<S, T, F>(
+    spawner: &S,
+    options: JobOptions,
+    observer: Option<Arc<dyn FinishObserver>>,
+    f: F,
+) -> Result<AbortableNative<T>, SpawnError>
+where
+    S: Spawner + ?Sized,
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    let (job, task) = prepare(&options, None, observer, f)?;
+    if let Err(err) = submit(spawner, task) {
+        // Refused: the job finishes unrun at once.
+        job.stop_unrun(CancelReason::Shutdown);
+        return Err(err);
+    }
+    accepted(job, spawner)
+}
+
+/// Makes the job and its task, before any spawner sees it: its token (a child of `first`, if
+/// given, and of every parent of the options), its settings, and its deadline.
+///
+/// # Errors
+///
+/// [`SpawnError::Timer`] if the options' deadline could not be armed.
+pub(crate) fn prepare<T, F>(
+    options: &JobOptions,
+    first: Option<&CancelToken>,
+    observer: Option<Arc<dyn FinishObserver>>,
+    f: F,
+) -> Result<(Arc<Job<T, F>>, Runnable), SpawnError>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    let job = make(options, first, observer, f)?;
+    let task = Runnable::new(job.clone());
+    Ok((job, task))
+}
+
+/// Makes a job: its token, its settings, its registrations and its deadline.
+pub(crate) fn make<T, F>(
+    options: &JobOptions,
+    first: Option<&CancelToken>,
+    observer: Option<Arc<dyn FinishObserver>>,
+    f: F,
+) -> Result<Arc<Job<T, F>>, SpawnError>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    let source = CancelSource::any_of(first.into_iter().chain(&options.parents));
+    let settings = Settings {
+        name: options.name.clone(),
+        grace: options.grace,
+        outside_cancels: first.is_some()
+            || !options.parents.is_empty()
+            || options.deadline.is_some(),
+        panic: options.panic,
+    };
+    let job = Arc::new(Job::new(f, source, settings, observer));
+    job.watch();
+    if let Some(deadline) = options.deadline {
+        arm_deadline(&job, deadline)?;
+    }
+    Ok(job)
+}
+
+/// Cancels `job` with `Timeout` at `deadline`: at once if it has passed, so that the closure of
+/// a job whose deadline is already gone never runs.
+fn arm_deadline<J: JobControl + 'static>(
+    job: &Arc<J>,
+    deadline: Deadline,
+) -> Result<(), SpawnError> {
+    let Some(at) = deadline.instant() else {
+        return Ok(());
+    };
+    if at <= Instant::now() {
+        job.source().state.record_deadline(at);
+        job.source().cancel(CancelReason::Timeout);
+        return Ok(());
+    }
+    let control: Arc<dyn JobControl> = job.clone();
+    cancel_at(&job.source().token(), Arc::downgrade(&control), at).map_err(|err| {
+        job.stop_unrun(CancelReason::Shutdown);
+        SpawnError::Timer(err)
+    })
+}
+
+/// Cancels the job behind `token` (and `job`) with `Timeout` at `at`, on the crate's timer; the
+/// deadline keeps neither alive.
+pub(crate) fn cancel_at(
+    token: &CancelToken,
+    job: crate::sync::Weak<dyn JobControl>,
+    at: Instant,
+) -> std::io::Result<()> {
+    let weak = token.state.downgrade();
+    token.on_deadline(at, move || {
+        if let Some(token) = weak.upgrade() {
+            let job = job.upgrade();
+            cancel_job(&token, job.as_deref(), CancelReason::Timeout, None);
+        }
+    })
+}
+
+/// The handle of a job whose task a spawner accepted (or a scope queued).
+pub(crate) fn accepted<S, T, F>(
+    job: Arc<Job<T, F>>,
+    spawner: &S,
+) -> Result<AbortableNative<T>, SpawnError>
+where
+    S: Spawner + ?Sized,
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    // `accept` fails only when the spawner dropped the task while spawning it.
+    job.accept().map_err(|_| spawner.refused())?;
+    Ok(AbortableNative::handle(job))
+}
+
+/// A job whose work runs elsewhere (a process supervisor, a foreign event loop, a device),
+/// started where `options` place it: `start` gets the job's [`Completer`] at once, on this
+/// thread, for an [`Unplaced`](crate::Unplaced) job; in a [`NativeScope`](crate::NativeScope)
+/// ([`JobOptions::in_scope`]), once the scope has a slot for it (at once, or on the scope's
+/// spawner when one frees), and the job holds the slot until it completes, so
+/// [`NativeScope::with_max_running`](crate::NativeScope::with_max_running) bounds how much of
+/// that work exists at once. A job cancelled while it waits finishes stopped
+/// (`Cancelled { returned: None, .. }`) and `start` is dropped, never called.
+///
+/// The job is tethered, counted, cancelled and named like any other, and its stop reads the
+/// same way; the work hears cancels through [`Completer::token`]. Every option applies; a
+/// placement on a spawner is refused at compile time (no spawner runs such work).
+///
+/// `start` should only begin the work (hand it to a thread, a loop, a supervisor) and return. A
+/// panic in it drops the completer, which finishes the job as stopped.
+///
+/// # Errors
+///
+/// [`SpawnError::ScopeClosed`] once the scope is shut down; [`SpawnError::Timer`] for a
+/// deadline that could not be armed.
+///
+/// ```
+/// use tethered::{CancelReason, CancelSource, JobOptions};
+///
+/// let server = CancelSource::new();
+/// let (completer_tx, completer_rx) = std::sync::mpsc::channel();
+/// let job = tethered::bridge::external(JobOptions::new().child_of(&server.token()), move |c| {
+///     completer_tx.send(c).unwrap()
+/// })?;
+/// // The work's side, on a thread of its own: stop when told, report what was done.
+/// let worker = std::thread::spawn(move || {
+///     let completer: tethered::Completer<String> = completer_rx.recv().unwrap();
+///     let reason = completer.token().wait();
+///     completer.complete(format!("stopped: {reason}"));
+/// });
+/// server.cancel(CancelReason::Shutdown);
+/// let err = job.join_blocking().unwrap_err();
+/// assert_eq!(err.cancel_reason(), Some(CancelReason::Shutdown));
+/// assert!(err.returned().is_some_and(|done| done.starts_with("stopped")));
+/// worker.join().unwrap();
+/// # Ok::<(), tethered::SpawnError>(())
+/// ```
+pub fn external<P, T, S>(options: JobOptions<P>, start: S) -> Result<AbortableNative<T>, SpawnError>
+where
+    P: ExternalPlacement,
+    T: Send + 'static,
+    S: FnOnce(Completer<T>) + Send + 'static,
+{
+    let (options, place) = options.unplaced();
+    match place {
+        Place::Default => {
+            let job = make(&options, None, None, external_placeholder())?;
+            job.start_external();
+            job.accept()
+                .expect("a job that no spawner saw cannot have been refused");
+            let completer = Completer::new(job.clone());
+            let handle = AbortableNative::handle(job);
+            // User code: a panic drops the completer while unwinding, which finishes the job
+            // as stopped.
+            run_contained(move || start(completer));
+            Ok(handle)
+        }
+        Place::Scope(scope) => scope.external_job(options, start),
+        Place::Spawner(_) => unreachable!("`ExternalPlacement` has no spawner placement"),
+    }
+}
 
 impl<T: Send + 'static> AbortableNative<T> {
-    /// Runs `f` on a new `std` thread of its own: a thread per job.
+    /// Runs `f` on a new `std` thread of its own: a thread per job, the shortcut for
+    /// [`spawn`]`(JobOptions::new(), f)` as `std::thread::spawn` is for `thread::Builder`.
     ///
     /// For a program with no async runtime, a test, or a few long jobs. A server, or anything
     /// that starts many jobs, runs them on a pool instead: an adapter's `spawn_native`
     /// (`tethered_tokio::spawn_native` on tokio's blocking pool) or a
-    /// [`NativeScope`](crate::NativeScope). To name the thread, give it a parent token or an
-    /// abandon policy, use [`AbortableNative::builder`] and
-    /// [`spawn_on`](crate::Builder::spawn_on) with a [`ThreadSpawner`].
+    /// [`NativeScope`](crate::NativeScope).
     ///
     /// # Panics
     ///
     /// Only where [`std::thread::spawn`] would: if the OS cannot start a thread. Use
-    /// [`Builder::spawn_on`](crate::Builder::spawn_on) with a [`ThreadSpawner`] to get the
-    /// error instead.
+    /// [`spawn`] to get the error instead.
     ///
     /// ```
     /// let job = tethered::AbortableNative::spawn(|_token| "done");
@@ -35,168 +279,41 @@ impl<T: Send + 'static> AbortableNative<T> {
     where
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        Self::spawn_with(&ThreadSpawner::new(), None, JobOptions::default(), None, f)
+        spawn_with(&ThreadSpawner::new(), JobOptions::new(), None, f)
             .unwrap_or_else(|err| panic!("failed to spawn thread: {err}"))
     }
 
     /// A handle that has already finished as stopped before it ran:
-    /// `Err(NativeError::Cancelled { reason, returned: None })`, counted in
+    /// `Err(NativeError::Cancelled { reason, returned: None, .. })`, counted in
     /// [`stats()`](crate::stats) as a job spawned and cancelled.
     ///
     /// For an entry point that cannot return an error, whose spawner refused the job: every
-    /// adapter's `spawn_native` hands out `AbortableNative::cancelled(CancelReason::Shutdown)`
-    /// once its runtime shuts down (through [`or_cancelled`](Self::or_cancelled)), as tokio's
-    /// own `spawn_blocking` handle then resolves to a cancelled `JoinError`.
+    /// adapter's `spawn_native` hands out `AbortableNative::stopped(CancelReason::Shutdown)`
+    /// once its runtime shuts down, as tokio's own `spawn_blocking` handle then resolves to a
+    /// cancelled `JoinError`.
     ///
     /// ```
-    /// use tethered::{AbortableNative, CancelReason, NativeError};
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
     ///
-    /// let job = AbortableNative::<u32>::cancelled(CancelReason::Shutdown);
+    /// let job = AbortableNative::<u32>::stopped(CancelReason::Shutdown);
     /// assert!(job.is_finished());
-    /// assert!(matches!(
-    ///     job.join_blocking(),
-    ///     Err(NativeError::Cancelled { reason: CancelReason::Shutdown, returned: None })
-    /// ));
-    /// ```
-    pub fn cancelled(reason: CancelReason) -> Self {
-        let (job, task) = Self::prepare(None, JobOptions::default(), None, |_| {
-            unreachable!("a job made cancelled never runs its closure")
-        });
-        job.stop_unrun(reason);
-        job.accept_refused();
-        // Dropping the task now only finds the job finished.
-        drop(task);
-        Self::handle(job)
-    }
-
-    /// The handle an entry point that cannot return an error hands out: the spawned job, or,
-    /// if a pool that shuts down refused it ([`SpawnError::Shutdown`], [`SpawnError::Rejected`],
-    /// [`SpawnError::ScopeClosed`]), a handle already stopped with
-    /// [`CancelReason::Shutdown`] ([`AbortableNative::cancelled`]). Every adapter's
-    /// `spawn_native` ends with it, so a `Drop` that schedules clean-up while its runtime
-    /// shuts down cannot abort the process.
-    ///
-    /// # Panics
-    ///
-    /// On any other error, with its message: no runtime ([`SpawnError::NoRuntime`]), no
-    /// thread from the OS ([`SpawnError::Thread`]), a spawner's own error. `spawn_blocking`
-    /// and `std::thread::spawn` panic there too.
-    ///
-    /// ```
-    /// use tethered::{AbortableNative, CancelReason, NativeError, Runnable, SpawnError, Spawner};
-    ///
-    /// struct Closed;
-    /// impl Spawner for Closed {
-    ///     fn spawn(&self, _task: Runnable) -> Result<(), SpawnError> {
-    ///         Err(SpawnError::shutdown("example pool"))
-    ///     }
-    /// }
-    ///
-    /// let job = AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&Closed, |_| 1));
     /// let err = job.join_blocking().unwrap_err();
-    /// assert_eq!(err.cancel_reason(), Some(&CancelReason::Shutdown));
+    /// assert_eq!(err.cancel_reason(), Some(CancelReason::Shutdown));
+    /// assert!(err.returned().is_none());
     /// ```
-    #[track_caller]
-    pub fn or_cancelled(spawned: Result<Self, SpawnError>) -> Self {
-        match spawned {
-            Ok(job) => job,
-            Err(SpawnError::Shutdown { .. } | SpawnError::Rejected | SpawnError::ScopeClosed) => {
-                Self::cancelled(CancelReason::Shutdown)
-            }
-            Err(err) => panic!("{err}"),
-        }
+    pub fn stopped(reason: CancelReason) -> Self {
+        Self::stopped_because(reason, None)
     }
 
-    /// The one way a job is made: `Builder` and `NativeScope` come through here too.
-    pub(crate) fn spawn_with<S, F>(
-        spawner: &S,
-        parent: Option<&CancelToken>,
-        options: JobOptions,
-        observer: Option<Arc<dyn FinishObserver>>,
-        f: F,
-    ) -> Result<Self, SpawnError>
-    where
-        S: Spawner + ?Sized,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let (job, task) = Self::prepare(parent, options, observer, f);
-        if let Err(err) = submit(spawner, task) {
-            // Refused: the job finishes unrun at once.
-            job.stop_unrun(CancelReason::Shutdown);
-            return Err(err);
-        }
-        Self::accepted(job, spawner)
-    }
-
-    /// Makes the job and its task, before any spawner sees it. The job's token is its own: a
-    /// child of `parent`, if given.
-    pub(crate) fn prepare<F>(
-        parent: Option<&CancelToken>,
-        options: JobOptions,
-        observer: Option<Arc<dyn FinishObserver>>,
-        f: F,
-    ) -> (Arc<Job<T, F>>, Runnable)
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let job = Self::make(parent, options, observer, f);
-        let task = Runnable::new(job.clone());
-        (job, task)
-    }
-
-    /// Makes a job and registers what it needs on its token.
-    pub(crate) fn make<F>(
-        parent: Option<&CancelToken>,
-        mut options: JobOptions,
-        observer: Option<Arc<dyn FinishObserver>>,
-        f: F,
-    ) -> Arc<Job<T, F>>
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        options.has_parent = parent.is_some();
-        let source = parent.map_or_else(CancelSource::new, CancelToken::child);
-        let job = Arc::new(Job::new(f, source, options, observer));
-        job.watch();
-        job
-    }
-
-    /// A job whose work runs elsewhere, started at once: its handle, and the [`Completer`]
-    /// that publishes its result.
-    pub(crate) fn external(
-        parent: Option<&CancelToken>,
-        options: JobOptions,
-    ) -> (Self, Completer<T>) {
-        let job = Self::make(parent, options, None, external_placeholder());
-        job.start_external();
-        job.accept()
-            .expect("a job that no spawner saw cannot have been refused");
-        let completer = Completer::new(job.clone());
-        (Self::handle(job), completer)
-    }
-
-    /// The handle of a job whose task a spawner accepted (or a scope queued).
-    pub(crate) fn accepted<S, F>(job: Arc<Job<T, F>>, spawner: &S) -> Result<Self, SpawnError>
-    where
-        S: Spawner + ?Sized,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        // `accept` fails only when the spawner dropped the task while spawning it.
-        job.accept().map_err(|_| spawner.refused())?;
-        Ok(Self::handle(job))
-    }
-
-    /// The handle of `job`.
-    fn handle<F>(job: Arc<Job<T, F>>) -> Self
-    where
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let token = job.source().token();
-        AbortableNative {
-            job: Some(job),
-            token,
-            name: None,
-        }
-        .named()
+    /// [`stopped`](Self::stopped) with a cause.
+    pub(crate) fn stopped_because(reason: CancelReason, cause: Option<crate::Cause>) -> Self {
+        let job = make(&JobOptions::new(), None, None, |_| {
+            unreachable!("a job made stopped never runs its closure")
+        })
+        .expect("a job without a deadline needs no timer");
+        job.source().state.cancel(reason, cause);
+        job.finish_if_queued();
+        job.accept_refused();
+        Self::handle(job)
     }
 }

@@ -2,7 +2,7 @@
 //! token, or for a shutdown, which also closes the scope.
 
 use super::{Lifecycle, ScopeState};
-use crate::reason::CancelReason;
+use crate::reason::{CancelReason, Cause};
 use crate::sync;
 
 impl ScopeState {
@@ -12,12 +12,12 @@ impl ScopeState {
             inner.lifecycle = Lifecycle::Closed;
             inner.jobs.len()
         };
-        self.cancel_all(CancelReason::Shutdown);
+        self.cancel_all(CancelReason::Shutdown, None);
         count
     }
 
     /// One cancel of the current generation (invariant 2); later jobs get a fresh one.
-    pub(super) fn cancel_all(&self, reason: CancelReason) {
+    pub(super) fn cancel_all(&self, reason: CancelReason, cause: Option<Cause>) {
         let generation = {
             let mut inner = sync::lock(&self.inner);
             match inner.lifecycle {
@@ -26,13 +26,13 @@ impl ScopeState {
                 Lifecycle::OuterCancelled | Lifecycle::Closed => inner.generation.clone(),
             }
         };
-        generation.cancel(reason);
+        generation.state.cancel(reason, cause);
         drop(generation);
         self.drain();
     }
 
     /// The outer token was cancelled: so is every job, now and later (invariant 2).
-    pub(super) fn outer_cancelled(&self, reason: &CancelReason) {
+    pub(super) fn outer_cancelled(&self, reason: CancelReason, cause: Option<Cause>) {
         let generation = {
             let mut inner = sync::lock(&self.inner);
             if inner.lifecycle == Lifecycle::Open {
@@ -40,7 +40,7 @@ impl ScopeState {
             }
             inner.generation.clone()
         };
-        generation.cancel(reason.clone());
+        generation.state.cancel(reason, cause);
         drop(generation);
         self.drain();
     }

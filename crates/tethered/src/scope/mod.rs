@@ -64,18 +64,21 @@ pub use shutdown::ScopeShutdown;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::callback::CallbackGuard;
-use crate::job::{JobControl, JobOptions};
+use crate::job::JobControl;
+use crate::job_id::JobId;
 use crate::native::AbortableNative;
+use crate::options::JobOptions;
 use crate::queue::WaitQueue;
 use crate::reason::CancelReason;
 use crate::report::ShutdownReport;
 use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner};
-use crate::stats::{Counters, NativeStats};
+use crate::stats::{Counters, ScopeStats};
 use crate::sync::{self, Arc, Condvar, Mutex};
 use crate::token::CancelSource;
 use crate::token::CancelToken;
@@ -90,7 +93,7 @@ use crate::token::CancelToken;
 /// use tethered::NativeScope;
 ///
 /// let scope = NativeScope::new();
-/// for i in 0..4 {
+/// for i in 0..4u32 {
 ///     scope.spawn(move |token| {
 ///         while !token.is_cancelled() {
 ///             std::thread::yield_now(); // a slice of work
@@ -107,7 +110,7 @@ use crate::token::CancelToken;
 /// # Ok::<(), tethered::SpawnError>(())
 /// ```
 pub struct NativeScope {
-    state: Arc<ScopeState>,
+    pub(crate) state: Arc<ScopeState>,
 }
 
 pub(crate) struct ScopeState {
@@ -120,7 +123,7 @@ pub(crate) struct ScopeState {
 }
 
 struct Inner {
-    jobs: HashMap<u64, Entry>,
+    jobs: HashMap<JobId, Entry>,
     /// The token every job spawned now is a child of (invariant 2).
     generation: CancelSource,
     /// What the scope takes (see the module docs).
@@ -128,8 +131,8 @@ struct Inner {
     /// The link to an outer token (`child_of`).
     outer: Option<CallbackGuard>,
     holding_slot: usize,
-    max_running: Option<usize>,
-    pending: WaitQueue<(u64, Runnable)>,
+    max_running: Option<NonZeroUsize>,
+    pending: WaitQueue<(JobId, Runnable)>,
     /// A thread is handing pending runnables out; others leave it to that thread (see the
     /// module docs: a mutual exclusion, not a state).
     dispatching: bool,
@@ -198,26 +201,35 @@ impl NativeScope {
     /// threads). Jobs beyond the limit wait in the scope, in order; a waiting job that is
     /// cancelled is dropped from the queue at once, its closure never run.
     ///
-    /// # Panics
-    ///
-    /// If `max` is 0: no job could ever run.
+    /// Every limit in the crates of this family is a `NonZero` integer: a limit of zero, which
+    /// would let nothing run, cannot be written. Two kinds of work that must not starve each
+    /// other get a scope each, each with its own limit.
     ///
     /// ```
+    /// use std::num::NonZeroUsize;
     /// use tethered::NativeScope;
-    /// let scope = NativeScope::new().with_max_running(2);
+    ///
+    /// let scope = NativeScope::new().with_max_running(NonZeroUsize::new(2).unwrap());
     /// let jobs: Vec<_> = (0..5).map(|i| scope.spawn(move |_| i * 10)).collect::<Result<_, _>>()?;
     /// let results: Vec<_> = jobs.into_iter().map(|job| job.join_blocking().unwrap()).collect();
     /// assert_eq!(results, [0, 10, 20, 30, 40]);
     /// # Ok::<(), tethered::SpawnError>(())
     /// ```
-    pub fn with_max_running(self, max: usize) -> Self {
-        assert!(
-            max > 0,
-            "NativeScope::with_max_running: the limit must be at least 1"
-        );
+    ///
+    /// A zero limit does not compile:
+    ///
+    /// ```compile_fail
+    /// let scope = tethered::NativeScope::new().with_max_running(0);
+    /// ```
+    pub fn with_max_running(self, max: NonZeroUsize) -> Self {
         sync::lock(&self.state.inner).max_running = Some(max);
         self.state.drain();
         self
+    }
+
+    /// The limit set with [`with_max_running`](Self::with_max_running), if any.
+    pub fn max_running(&self) -> Option<NonZeroUsize> {
+        sync::lock(&self.state.inner).max_running
     }
 
     /// Ties the scope to an outer token: when `parent` is cancelled, every job of the scope is
@@ -232,7 +244,7 @@ impl NativeScope {
     /// let job = requests.spawn(|token| token.wait())?;
     /// server.cancel(CancelReason::Shutdown);
     /// let stopped = job.join_blocking().unwrap_err();
-    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+    /// assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
     /// let late = requests.spawn(|_| unreachable!("the scope's outer token is cancelled"))?;
     /// assert!(matches!(late.join_blocking(), Err(NativeError::Cancelled { reason: CancelReason::Shutdown, .. })));
     /// # Ok::<(), tethered::SpawnError>(())
@@ -240,9 +252,11 @@ impl NativeScope {
     pub fn child_of(self, parent: &CancelToken) -> Self {
         let scope = Arc::downgrade(&self.state);
         // Registered with no lock of the scope held: on a cancelled `parent` it runs inline.
+        let weak_parent = parent.state.downgrade();
         let link = parent.on_cancel(move |reason| {
             if let Some(scope) = scope.upgrade() {
-                scope.outer_cancelled(reason);
+                let cause = weak_parent.upgrade().and_then(|parent| parent.cause());
+                scope.outer_cancelled(reason, cause);
             }
         });
         let replaced = sync::lock(&self.state.inner).outer.replace(link);
@@ -254,17 +268,19 @@ impl NativeScope {
     /// (one scope for the server, bounded with [`with_max_running`](Self::with_max_running),
     /// cancelled and shut down as one).
     ///
+    /// The shortcut for [`spawn`](crate::spawn)`(JobOptions::new().in_scope(self), f)`: use
+    /// that (or an adapter's `spawn_native_with`) for a named job, a deadline, a grace or a
+    /// request's token as well.
+    ///
     /// # Errors
     ///
-    /// [`SpawnError::ScopeClosed`] once the scope is shut down, or the spawner's refusal. Use
-    /// [`Builder::spawn_in`](crate::Builder::spawn_in) for a named job, one with an abandon
-    /// policy or one tied to a request's token as well.
+    /// [`SpawnError::ScopeClosed`] once the scope is shut down, or the spawner's refusal.
     pub fn spawn<T, F>(&self, f: F) -> Result<AbortableNative<T>, SpawnError>
     where
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        self.spawn_with(None, JobOptions::default(), f)
+        self.state.clone().spawn_job(JobOptions::new(), f)
     }
 
     /// The scope's unfinished jobs: waiting for a slot, queued in the spawner, or running
@@ -283,11 +299,10 @@ impl NativeScope {
         sync::lock(&self.state.inner).lifecycle == Lifecycle::Closed
     }
 
-    /// The scope's own counts: its jobs running, queued (in the spawner or waiting for a
+    /// The scope's own counts: its jobs running, idle, queued (in the spawner or waiting for a
     /// slot), detached, and ever spawned, cancelled and panicked, as [`stats()`](crate::stats)
     /// counts them for the whole process. So a test or a library can assert on its own jobs
-    /// while others run. (The containment counters, `callback_panics`, `drop_panics` and
-    /// `leaked_payloads`, are process-wide only and read 0 here.)
+    /// while others run.
     ///
     /// ```
     /// use tethered::NativeScope;
@@ -298,8 +313,8 @@ impl NativeScope {
     /// assert_eq!((mine.spawned, mine.running, mine.queued), (1, 0, 0));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn stats(&self) -> NativeStats {
-        self.state.counters.snapshot()
+    pub fn stats(&self) -> ScopeStats {
+        self.state.counters.scope_snapshot()
     }
 
     /// Cancels every unfinished job of the scope with `reason`. The scope stays open.
@@ -308,14 +323,19 @@ impl NativeScope {
     /// use tethered::{CancelReason, NativeScope};
     /// let scope = NativeScope::new();
     /// let job = scope.spawn(|token| token.wait())?;
-    /// scope.cancel_all(CancelReason::custom("config reloaded"));
+    /// scope.cancel_all(CancelReason::Requested);
     /// // Stopped, started or not: `returned` holds what the closure returned, if it ran.
     /// let stopped = job.join_blocking().unwrap_err();
-    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::custom("config reloaded")));
+    /// assert_eq!(stopped.cancel_reason(), Some(CancelReason::Requested));
     /// # Ok::<(), tethered::SpawnError>(())
     /// ```
     pub fn cancel_all(&self, reason: CancelReason) {
-        self.state.cancel_all(reason);
+        self.state.cancel_all(reason, None);
+    }
+
+    /// [`cancel_all`](Self::cancel_all) with a cause every job's token reads.
+    pub fn cancel_all_with_cause(&self, reason: CancelReason, cause: impl Into<crate::Cause>) {
+        self.state.cancel_all(reason, Some(cause.into()));
     }
 
     /// Cancels every job with [`CancelReason::Shutdown`] now, closes the scope to new jobs,
@@ -380,6 +400,14 @@ impl NativeScope {
     /// ```
     pub fn wait_idle(&self) -> WaitIdle {
         WaitIdle::new(self.state.clone())
+    }
+}
+
+/// The scope's [`shutdown`](NativeScope::shutdown), boxed, for a server that shuts it down
+/// with its other parts.
+impl crate::shutdown::Shutdown for NativeScope {
+    fn shutdown(&self, grace: Duration) -> crate::shutdown::ShutdownFuture {
+        Box::pin(NativeScope::shutdown(self, grace))
     }
 }
 

@@ -9,7 +9,8 @@ use crate::sync;
 
 impl Inner {
     pub(super) fn has_free_slot(&self) -> bool {
-        self.max_running.is_none_or(|max| self.holding_slot < max)
+        self.max_running
+            .is_none_or(|max| self.holding_slot < max.get())
     }
 }
 
@@ -42,7 +43,7 @@ impl ScopeState {
 }
 
 impl FinishObserver for ScopeState {
-    fn job_finished(&self, id: u64) {
+    fn job_finished(&self, id: crate::JobId) {
         let (wakers, unrun) = {
             let mut inner = sync::lock(&self.inner);
             let mut unrun = None;

@@ -1,21 +1,23 @@
 //! Starting a job in a scope: it takes a slot or waits for one, and the scope lists it.
-//! An external job's start (`Builder::external_in`) takes a slot the same way.
+//! An external job's start ([`external`](crate::bridge::external) in a scope) takes a slot the
+//! same way.
 
-use super::{Entry, Lifecycle, NativeScope};
+use super::{Entry, Lifecycle, ScopeState};
 use crate::completer::Completer;
 use crate::deferred::Deferred;
-use crate::job::{FinishObserver, Job, JobControl, JobOptions, external_placeholder};
-use crate::native::AbortableNative;
+use crate::job::{FinishObserver, Job, JobControl, external_placeholder};
+use crate::native::{AbortableNative, accepted, make, prepare};
+use crate::options::JobOptions;
 use crate::reason::CancelReason;
 use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, submit};
 use crate::sync::{self, Arc};
 use crate::token::CancelToken;
 
-impl NativeScope {
-    pub(crate) fn spawn_with<T, F>(
-        &self,
-        parent: Option<&CancelToken>,
+impl ScopeState {
+    /// Starts `f` in the scope, with `options` (whose placement is this scope).
+    pub(crate) fn spawn_job<T, F>(
+        self: Arc<Self>,
         options: JobOptions,
         f: F,
     ) -> Result<AbortableNative<T>, SpawnError>
@@ -23,19 +25,17 @@ impl NativeScope {
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        let generation = sync::lock(&self.state.inner).generation.token();
-        let observer: Arc<dyn FinishObserver> = self.state.clone();
-        let (job, runnable) =
-            AbortableNative::prepare(Some(&generation), options, Some(observer), f);
+        let generation = sync::lock(&self.inner).generation.token();
+        let observer: Arc<dyn FinishObserver> = self.clone();
+        let (job, runnable) = prepare(&options, Some(&generation), Some(observer), f)?;
         drop(generation);
-        self.admit(job, runnable, parent, Dispatch::Spawner)
+        self.admit(job, runnable, Dispatch::Spawner)
     }
 
     /// An external job whose work `start` begins once the scope has a slot for it (see
-    /// `Builder::external_in`).
-    pub(crate) fn external_with<T, S>(
-        &self,
-        parent: Option<&CancelToken>,
+    /// [`external`](crate::bridge::external)).
+    pub(crate) fn external_job<T, S>(
+        self: Arc<Self>,
         options: JobOptions,
         start: S,
     ) -> Result<AbortableNative<T>, SpawnError>
@@ -43,17 +43,17 @@ impl NativeScope {
         T: Send + 'static,
         S: FnOnce(Completer<T>) + Send + 'static,
     {
-        let generation = sync::lock(&self.state.inner).generation.token();
-        let observer: Arc<dyn FinishObserver> = self.state.clone();
-        let job = AbortableNative::make(
+        let generation = sync::lock(&self.inner).generation.token();
+        let observer: Arc<dyn FinishObserver> = self.clone();
+        let job = make(
+            &options,
             Some(&generation),
-            options,
             Some(observer),
             external_placeholder::<T>(),
-        );
+        )?;
         drop(generation);
         let runnable = Runnable::new(Arc::new(Deferred::new(job.clone(), start)));
-        self.admit(job, runnable, parent, Dispatch::Inline)
+        self.admit(job, runnable, Dispatch::Inline)
     }
 
     /// Lists `job` in the scope, and hands its runnable out now (a slot is free) or queues it
@@ -62,29 +62,15 @@ impl NativeScope {
         &self,
         job: Arc<Job<T, F>>,
         runnable: Runnable,
-        parent: Option<&CancelToken>,
         dispatch: Dispatch,
     ) -> Result<AbortableNative<T>, SpawnError>
     where
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
-        if let Some(parent) = parent {
-            // A second parent, besides the scope's: linked by a callback that the job drops
-            // when it finishes.
-            let source = job.source().clone();
-            let link = parent.on_cancel(move |reason| {
-                source.cancel(reason.clone());
-            });
-            job.keep_guard(link);
-            // The second parent's deadline, as of now, is the job's too.
-            if let Some(deadline) = parent.deadline() {
-                job.source().state.record_deadline(deadline);
-            }
-        }
         let id = job.id();
         let submit_now = {
-            let mut inner = sync::lock(&self.state.inner);
+            let mut inner = sync::lock(&self.inner);
             if inner.lifecycle == Lifecycle::Closed {
                 drop(inner);
                 // Dropping the runnable finishes the job unrun; the scope never saw it.
@@ -111,7 +97,7 @@ impl NativeScope {
         };
         if let Some(runnable) = submit_now {
             let submitted = match dispatch {
-                Dispatch::Spawner => submit(&*self.state.spawner, runnable),
+                Dispatch::Spawner => submit(&*self.spawner, runnable),
                 Dispatch::Inline => {
                     runnable.run();
                     Ok(())
@@ -123,7 +109,7 @@ impl NativeScope {
                 return Err(err);
             }
         }
-        let handle = AbortableNative::accepted(job.clone(), &*self.state.spawner)?;
+        let handle = accepted(job.clone(), &*self.spawner)?;
         // A cancel that came before the job was accepted (while it was being handed out)
         // left a waiting job in place: it leaves now, rather than when a slot frees.
         if job.source().is_cancelled() {

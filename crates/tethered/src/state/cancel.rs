@@ -1,88 +1,132 @@
 //! How a token leaves `ACTIVE`: a cancel (of this token, then of its descendants, with its
 //! callbacks run in order on the cancelling thread) or a seal.
 
+use super::links::Link;
 use super::wakers::ToWake;
-use super::{ACTIVE, BARE, CANCELLED, CANCELLING, SEALED, TokenState, drop_each, run_contained};
-use crate::reason::CancelReason;
+use super::{
+    ACTIVE, BARE, CANCELLED, CANCELLING, Callback, Cancel, SEALED, TokenState, drop_each,
+    run_contained,
+};
+use crate::reason::{CancelReason, Cause};
 use crate::stats;
-use crate::sync::{self, Ordering, Weak, thread};
+use crate::sync::{self, Arc, Ordering, Weak, thread};
+
+/// A token a cancel's walk reaches next.
+pub(super) enum Next {
+    /// A child, taken out of its parent's list by the parent's cancel.
+    Child(Weak<TokenState>),
+    /// A token linked to a cancelled parent (invariant 8).
+    Linked(Arc<TokenState>),
+}
 
 impl TokenState {
-    /// Cancels with `reason`, and then every descendant; returns `true` only for the call that
-    /// cancelled this token (`false` if it was cancelled already, or sealed).
+    /// Cancels with `reason` and `cause`, and then every descendant: [`Cancel::Won`] for the
+    /// call that cancelled this token with what it gave, [`Cancel::Inherited`] for one that
+    /// cancelled it with a cancelled ancestor's reason (invariant 9), [`Cancel::Lost`] if it
+    /// was cancelled already, or sealed.
     ///
-    /// The tree is walked with an explicit stack (invariant 7): a node's callbacks run before
-    /// its children are cancelled, and no lock is held while any of it runs.
-    pub(crate) fn cancel(&self, reason: CancelReason) -> bool {
+    /// The tree is walked with an explicit stack (invariant 7): a node's callbacks (its links
+    /// among them) run before its children are cancelled, and no lock is held while any of it
+    /// runs.
+    pub(crate) fn cancel(&self, reason: CancelReason, cause: Option<Cause>) -> Cancel {
         // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to know
         // this cancel is a no-op (the handle of every finished job drops through here). Any
         // other value is decided again under the lock.
         let flag = self.flag.load(Ordering::Relaxed);
         if flag == SEALED {
-            return false;
+            return Cancel::Lost;
         }
         // An ancestor cancelled already (its walk has not reached this token yet) decides the
         // reason: the cancel from above came first. So a job whose handle is dropped because
         // its request's deadline passed reads `Timeout`, not `Dropped`, however the threads
-        // interleave. A BARE token has no ancestor (nothing was ever attached to it, and a
-        // root never gains a parent), so it skips the walk and the extra round trip of its
-        // lock, whose word shares the flag's cache line with a busy closure's polls: a plain
-        // job's dropped handle reaches its closure that much sooner.
-        let reason = if flag == BARE {
-            reason
+        // interleave, through a tree parent or a link. A BARE token has no ancestor (nothing
+        // was ever attached to it, and a root never gains a parent), so it skips the walk and
+        // the extra round trip of its lock, whose word shares the flag's cache line with a
+        // busy closure's polls: a plain job's dropped handle reaches its closure that much
+        // sooner.
+        let inherited = if flag == BARE {
+            None
         } else {
-            self.cancelled_ancestor_reason().unwrap_or(reason)
+            self.cancelled_ancestor()
         };
-        let Some(children) = self.cancel_node(&reason, true) else {
-            return false;
+        let (outcome, reason, cause) = match inherited {
+            Some((reason, cause)) => (Cancel::Inherited, reason, cause),
+            None => (Cancel::Won, reason, cause),
         };
-        let mut stack = children;
-        while let Some(child) = stack.pop() {
-            let Some(node) = child.upgrade() else {
-                continue;
-            };
-            // Its parent took it out of its children already: no unlink needed.
-            if let Some(grandchildren) = node.cancel_node(&reason, false) {
-                stack.extend(grandchildren);
-            }
-            // Dropping `node` here may free it (its last handle went meanwhile); its `Drop`
-            // releases its ancestors with a loop, not by recursion.
+        let mut stack = Vec::new();
+        if !self.cancel_node(reason, cause.as_ref(), true, &mut stack) {
+            return Cancel::Lost;
         }
-        true
+        while let Some(next) = stack.pop() {
+            let (node, unlink) = match next {
+                // Its parent took it out of its children already: no unlink needed.
+                Next::Child(child) => match child.upgrade() {
+                    Some(node) => (node, false),
+                    None => continue,
+                },
+                // Reached through a link: it leaves its own tree parent as it is cancelled.
+                Next::Linked(node) => (node, true),
+            };
+            node.cancel_node(reason, cause.as_ref(), unlink, &mut stack);
+            // Dropping `node` here may free it (its last handle went meanwhile); its `Drop`
+            // releases its ancestors from a work list, not by recursion.
+        }
+        outcome
     }
 
-    /// The reason of the nearest ancestor that is cancelled, if one is. Each lock is taken alone
-    /// (a token's, then its parent's), never two at once.
-    fn cancelled_ancestor_reason(&self) -> Option<CancelReason> {
-        let mut next = sync::lock(&self.shared).parent.clone();
-        while let Some(node) = next {
-            if let Some(reason) = node.reason() {
-                return Some(reason);
+    /// The reason and cause of the nearest cancelled ancestor, through parents and links, if
+    /// one is cancelled. Each lock is taken alone (a token's, then an ancestor's), never two
+    /// at once; the walk uses a stack, not recursion, however deep the ancestry.
+    fn cancelled_ancestor(&self) -> Option<(CancelReason, Option<Cause>)> {
+        let mut stack: Vec<Arc<TokenState>> = Vec::new();
+        self.push_ancestors(&mut stack);
+        while let Some(node) = stack.pop() {
+            if let Some(found) = node.stop() {
+                return Some(found);
             }
-            next = sync::lock(&node.shared).parent.clone();
+            node.push_ancestors(&mut stack);
+            // `node` is dropped with no lock held: it may be the last reference.
         }
         None
     }
 
-    /// Cancels this one token: sets the flag, wakes its waiters, runs its callbacks. Returns its
-    /// children for the caller to cancel next, or `None` if it was not active. With `unlink`
-    /// (a cancel of this token itself, not from its parent), it also leaves its parent's
-    /// children: a cancelled token needs no parent's cancel.
-    fn cancel_node(&self, reason: &CancelReason, unlink: bool) -> Option<Vec<Weak<TokenState>>> {
-        let (wakers, sleepers, has_callbacks, children, parent, linked) = {
+    /// Pushes this token's parent and linked parents onto `stack`.
+    pub(super) fn push_ancestors(&self, stack: &mut Vec<Arc<TokenState>>) {
+        let shared = sync::lock(&self.shared);
+        stack.extend(shared.parent.clone());
+        if let Some(regs) = &shared.regs {
+            stack.extend(regs.links.iter().map(|link| link.parent.clone()));
+        }
+    }
+
+    /// Cancels this one token: sets the flag, wakes its waiters, runs its callbacks. Pushes its
+    /// linked children and its children onto `next`, for the caller to cancel next, and
+    /// returns `true`; returns `false` if it was not active. With `unlink` (a cancel of this
+    /// token itself, not from its parent), it also leaves its parent's children: a cancelled
+    /// token needs no parent's cancel.
+    fn cancel_node(
+        &self,
+        reason: CancelReason,
+        cause: Option<&Cause>,
+        unlink: bool,
+        next: &mut Vec<Next>,
+    ) -> bool {
+        let (wakers, sleepers, has_callbacks, children, parent, linked, links) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
-                return None;
+                return false;
             }
-            shared.reason = Some(reason.clone());
+            shared.reason = Some(reason);
+            shared.cause = cause.cloned();
             // Most tokens have no waiter: then there is no registry to take out and drain,
             // which would cost about as much as the rest of a child's cancel.
-            let (wakers, has_callbacks) = match shared.regs.as_mut() {
+            let (wakers, has_callbacks, links) = match shared.regs.as_mut() {
                 Some(regs) => {
                     let wakers = regs.wakers.take();
-                    (wakers, !regs.callbacks.is_empty())
+                    let links = std::mem::take(&mut regs.links);
+                    (wakers, !regs.callbacks.is_empty(), links)
                 }
-                None => (ToWake::None, false),
+                None => (ToWake::None, false, Vec::new()),
             };
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
@@ -102,11 +146,14 @@ impl TokenState {
                 children,
                 parent,
                 linked,
+                links,
             )
         };
         if unlink && linked {
             self.leave_parent();
         }
+        // A cancelled token needs no linked parent either (invariant 8).
+        Link::release_all(links);
         // Possibly the parent's last `Arc`: its `Drop` runs here, with no lock held.
         drop(parent);
         if sleepers > 0 {
@@ -117,9 +164,10 @@ impl TokenState {
             run_contained(|| waker.wake());
         });
         if has_callbacks {
-            self.run_callbacks(reason);
+            self.run_callbacks(reason, cause, next);
         }
-        Some(children)
+        next.extend(children.into_iter().map(Next::Child));
+        true
     }
 
     /// Seals the token: from now on it can never be cancelled. `false` if it was cancelled
@@ -136,7 +184,7 @@ impl TokenState {
             // Nothing attached: nothing to take out, leave or cut loose (invariant 1).
             return true;
         }
-        let (taken, children, linked) = {
+        let (taken, children, linked, links) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return self.flag_under_lock() == SEALED;
@@ -146,14 +194,21 @@ impl TokenState {
             // keeps every store of the flag a publishing one, at no cost on the cancel path.
             self.flag.store(SEALED, Ordering::Release);
             let taken = shared.take_all();
+            let links = shared
+                .regs
+                .as_mut()
+                .map(|regs| std::mem::take(&mut regs.links))
+                .unwrap_or_default();
             let children = std::mem::take(&mut shared.children);
-            (taken, children, shared.parent.is_some())
+            (taken, children, shared.parent.is_some(), links)
         };
         // A sealed token needs no parent's cancel: it leaves the parent's children now, so a
-        // long-lived parent does not hold finished jobs until their last handle goes.
+        // long-lived parent does not hold finished jobs until their last handle goes. Nor its
+        // linked parents' (invariant 8).
         if linked {
             self.leave_parent();
         }
+        Link::release_all(links);
         // Its children can never be cancelled by it: they become roots, and no longer keep it
         // alive.
         let mut released = Vec::new();
@@ -170,31 +225,38 @@ impl TokenState {
     /// One critical section per callback both retires the one that just returned and takes out
     /// the next: a guard waiting for the former then sees another key running (or none) and
     /// returns.
-    fn run_callbacks(&self, reason: &CancelReason) {
+    ///
+    /// A link (invariant 8) is not run here but queued in `next`, so that a cancel reaches a
+    /// chain of linked tokens of any length with the walk's loop, never by recursion.
+    fn run_callbacks(&self, reason: CancelReason, cause: Option<&Cause>, next: &mut Vec<Next>) {
         let me = thread::current().id();
         loop {
-            let (next, sleepers) = {
+            let (callback, sleepers) = {
                 let mut shared = sync::lock(&self.shared);
                 let sleepers = shared.sleepers;
                 let regs = shared.regs();
-                let next = regs.callbacks.pop_first();
-                regs.running = next.as_ref().map(|(key, _)| (*key, me));
-                if next.is_none() {
+                let callback = regs.callbacks.pop_first();
+                regs.running = callback.as_ref().map(|(key, _)| (*key, me));
+                if callback.is_none() {
                     // ORDERING: Release, as every store of the flag; the cancelled bit was
                     // published by the cancel's store already, so readers outside the lock see
                     // no change. Under the lock (invariant 4).
                     self.flag.store(CANCELLED, Ordering::Release);
                 }
-                (next, sleepers)
+                (callback, sleepers)
             };
             // Wakes guards waiting for the callback that just returned (invariant 6).
             if sleepers > 0 {
                 self.changed.notify_all();
             }
-            let Some((_, callback)) = next else {
+            let Some((_, callback)) = callback else {
                 return;
             };
-            if run_contained(|| callback.call(reason)).is_none() {
+            if let Callback::Link(child) = &callback {
+                next.extend(child.upgrade().map(Next::Linked));
+                continue;
+            }
+            if run_contained(|| callback.call(reason, cause)).is_none() {
                 stats::callback_panicked();
             }
         }

@@ -60,6 +60,17 @@
 //!    token cuts both links when it leaves `ACTIVE`, and is spliced out of the tree when its
 //!    last [`TokenRef`] goes. Cancel walks the tree with an explicit stack and drop releases a
 //!    chain of parents with a loop, so neither recurses, however deep the tree.
+//! 8. Links (see `links.rs`): a token with more than one parent is the tree child of the first
+//!    and linked to the others: it holds a strong `Arc` of each (in `regs.links`) and a
+//!    [`Callback::Link`] registered on each (holding only a `Weak` of the token). Links are
+//!    added only while the token is `ACTIVE`, under its lock, and taken out in the critical
+//!    section in which it leaves `ACTIVE` (or in its drop); whoever takes them out deregisters
+//!    their callbacks with no lock held. A linked token is never spliced out.
+//! 9. First cause: a cancel of a token that is not `BARE` first looks for a cancelled
+//!    ancestor, through parents and links; if it finds one, the token takes that ancestor's
+//!    reason and cause (that cancel came first and is still walking down), and the call reports
+//!    [`Cancel::Inherited`], not [`Cancel::Won`]: the reason it gave is not the one the token
+//!    reads.
 //!
 //! # Lock order
 //!
@@ -69,6 +80,7 @@
 
 mod cancel;
 mod deadline;
+mod links;
 mod register;
 mod registry;
 mod sleep;
@@ -85,7 +97,7 @@ use wakers::Wakers;
 use std::time::Instant;
 
 use crate::contain::{drop_contained, run_contained};
-use crate::reason::CancelReason;
+use crate::reason::{CancelReason, Cause};
 use crate::sync::{self, Arc, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering, Weak, thread};
 
 /// `flag`: neither cancelled nor sealed yet.
@@ -101,21 +113,25 @@ const SEALED: u8 = 0b0100;
 /// `flag`: active, and nothing was ever attached (invariant 1): sealed without the lock.
 const BARE: u8 = 0b1000;
 
-/// What runs when a token is cancelled: a closure registered with `on_cancel`, or the crate's
-/// own hook of a job (which needs no allocation of its own).
+/// What runs when a token is cancelled: a closure registered with `on_cancel`, the crate's own
+/// hook of a job (which needs no allocation of its own), or the link of a token with several
+/// parents (invariant 8).
 pub(crate) enum Callback {
-    Boxed(Box<dyn FnOnce(&CancelReason) + Send>),
+    Boxed(Box<dyn FnOnce(CancelReason) + Send>),
     /// A `Weak`: the token must not keep its job (and the job's result) alive.
     Hook(Weak<dyn CancelHook>),
+    /// Cancels the linked token with this token's reason and cause. A `Weak`: a parent never
+    /// keeps a child alive.
+    Link(Weak<TokenState>),
 }
 
 /// A job's reaction to a cancel of its own token (see `Callback::Hook`).
 pub(crate) trait CancelHook: Send + Sync {
-    fn cancelled(self: Arc<Self>, reason: &CancelReason);
+    fn cancelled(self: Arc<Self>, reason: CancelReason);
 }
 
 impl Callback {
-    fn call(self, reason: &CancelReason) {
+    fn call(self, reason: CancelReason, cause: Option<&Cause>) {
         match self {
             Callback::Boxed(callback) => callback(reason),
             Callback::Hook(hook) => {
@@ -123,7 +139,31 @@ impl Callback {
                     hook.cancelled(reason);
                 }
             }
+            Callback::Link(child) => {
+                if let Some(child) = child.upgrade() {
+                    child.cancel(reason, cause.cloned());
+                }
+            }
         }
+    }
+}
+
+/// What a cancel did to its token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cancel {
+    /// This call cancelled the token, with the reason and cause it gave.
+    Won,
+    /// This call cancelled the token, but with the reason and cause of an ancestor whose own
+    /// cancel came first (invariant 9).
+    Inherited,
+    /// The token was cancelled already, or sealed: nothing changed.
+    Lost,
+}
+
+impl Cancel {
+    /// Whether the token was cancelled by this call (with its own reason or an ancestor's).
+    pub(crate) fn cancelled_it(self) -> bool {
+        self != Cancel::Lost
     }
 }
 
@@ -152,6 +192,8 @@ pub(crate) struct TokenState {
 #[repr(C)]
 struct Shared {
     reason: Option<CancelReason>,
+    /// The cancel's cause, if it gave one; set together with `reason`.
+    cause: Option<Cause>,
     /// Threads blocked on `changed` right now (invariant 6).
     sleepers: u32,
     /// This token's index in its parent's `children` (invariant 7).
@@ -180,6 +222,9 @@ struct Registrations {
     /// The earliest deadline set on this token itself (see `deadline.rs`); its ancestors'
     /// are read from them.
     deadline: Option<Instant>,
+    /// The parents beyond the first, each with the key of this token's link callback in it
+    /// (invariant 8).
+    links: Vec<links::Link>,
 }
 
 impl Shared {
@@ -235,6 +280,7 @@ impl TokenState {
             flag: AtomicU8::new(flag),
             shared: Mutex::new(Shared {
                 reason: None,
+                cause: None,
                 regs: None,
                 parent: None,
                 children: Vec::new(),
@@ -282,7 +328,24 @@ impl TokenState {
         if !self.is_cancelled() {
             return None;
         }
-        sync::lock(&self.shared).reason.clone()
+        sync::lock(&self.shared).reason
+    }
+
+    /// The reason and the cause together, once cancelled.
+    pub(crate) fn stop(&self) -> Option<(CancelReason, Option<Cause>)> {
+        if !self.is_cancelled() {
+            return None;
+        }
+        let shared = sync::lock(&self.shared);
+        shared.reason.map(|reason| (reason, shared.cause.clone()))
+    }
+
+    /// The cause, once cancelled (if the cancel gave one).
+    pub(crate) fn cause(&self) -> Option<Cause> {
+        if !self.is_cancelled() {
+            return None;
+        }
+        sync::lock(&self.shared).cause.clone()
     }
 }
 
@@ -324,7 +387,7 @@ impl std::fmt::Debug for TokenState {
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use super::{ACTIVE, BARE, Callback, Registered, SEALED, TokenState};
+    use super::{ACTIVE, BARE, Callback, Cancel, Registered, SEALED, TokenState};
     use crate::CancelReason;
     use crate::sync::{self, Arc};
 
@@ -346,7 +409,7 @@ mod tests {
         assert!(token.seal());
         assert_eq!(token.flag.load(Ordering::Relaxed), SEALED);
         assert!(token.seal(), "a second seal still reports sealed");
-        assert!(!token.cancel(CancelReason::Requested));
+        assert_eq!(token.cancel(CancelReason::Requested, None), Cancel::Lost);
         let (ran, witness) = (Arc::new(AtomicBool::new(false)), Arc::new(()));
         assert!(matches!(
             token.register_callback(recording(&ran, &witness)),
@@ -380,7 +443,7 @@ mod tests {
         assert!(sync::lock(&child.arc().shared).parent.is_none());
 
         let bare = TokenState::root();
-        assert!(bare.cancel(CancelReason::Timeout));
+        assert_eq!(bare.cancel(CancelReason::Timeout, None), Cancel::Won);
         assert_eq!(bare.reason(), Some(CancelReason::Timeout));
         assert!(!bare.seal(), "a cancel that won stands");
         assert!(!ran.load(Ordering::SeqCst));

@@ -21,11 +21,11 @@ impl TokenState {
             shared.regs().callbacks.push(key, callback);
             return Registered::Pending(key);
         }
-        let reason = shared.reason.clone();
+        let stop = shared.reason.map(|reason| (reason, shared.cause.clone()));
         drop(shared);
-        match reason {
-            Some(reason) => {
-                if run_contained(|| callback.call(&reason)).is_none() {
+        match stop {
+            Some((reason, cause)) => {
+                if run_contained(|| callback.call(reason, cause.as_ref())).is_none() {
                     stats::callback_panicked();
                 }
             }
@@ -67,8 +67,8 @@ impl TokenState {
         let mut fresh: Option<Waker> = None;
         loop {
             let mut shared = sync::lock(&self.shared);
-            let done = if let Some(reason) = &shared.reason {
-                Some(Err(reason.clone()))
+            let done = if let Some(reason) = shared.reason {
+                Some(Err(reason))
             } else if self.flag_under_lock() == SEALED {
                 Some(Ok(()))
             } else {

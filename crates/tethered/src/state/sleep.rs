@@ -30,8 +30,8 @@ impl TokenState {
         let deadline = Instant::now().checked_add(timeout);
         let mut shared = sync::lock(&self.shared);
         loop {
-            if let Some(reason) = &shared.reason {
-                return Some(reason.clone());
+            if let Some(reason) = shared.reason {
+                return Some(reason);
             }
             let left = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
@@ -49,8 +49,8 @@ impl TokenState {
     pub(crate) fn wait(&self) -> CancelReason {
         let mut shared = sync::lock(&self.shared);
         loop {
-            if let Some(reason) = &shared.reason {
-                return reason.clone();
+            if let Some(reason) = shared.reason {
+                return reason;
             }
             shared = self.sleep(shared, None);
         }

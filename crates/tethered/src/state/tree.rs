@@ -80,8 +80,8 @@ impl TokenState {
         let child = TokenRef::new(TokenState::with_flag(ACTIVE));
         let cancelled = {
             let mut up = sync::lock(&parent.shared);
-            match up.reason.clone() {
-                Some(reason) => Some(reason),
+            match up.reason {
+                Some(reason) => Some((reason, up.cause.clone())),
                 None if parent.flag_under_lock() == SEALED => None,
                 None => {
                     let index = up.children.len();
@@ -94,8 +94,8 @@ impl TokenState {
                 }
             }
         };
-        if let Some(reason) = cancelled {
-            child.cancel(reason);
+        if let Some((reason, cause)) = cancelled {
+            child.cancel(reason, cause);
         }
         child
     }
@@ -299,10 +299,15 @@ impl TokenState {
         }
     }
 
-    /// Whether this token, with its lock held, may be spliced out: still active, and no
-    /// callback waits for its cancel.
+    /// Whether this token, with its lock held, may be spliced out: still active, no callback
+    /// waits for its cancel, and it has no linked parent (whose cancel must still reach its
+    /// children through it: invariant 8).
     fn spliceable(&self, me: &Shared) -> bool {
-        self.flag_under_lock() == ACTIVE && me.regs.as_ref().is_none_or(|r| r.callbacks.is_empty())
+        self.flag_under_lock() == ACTIVE
+            && me
+                .regs
+                .as_ref()
+                .is_none_or(|r| r.callbacks.is_empty() && r.links.is_empty())
     }
 }
 
@@ -315,43 +320,105 @@ fn is_child_of(shared: &Shared, parent: *const TokenState) -> bool {
 }
 
 impl Drop for TokenState {
-    /// Unlinks this token from its parent and lets go of the parent; if that was the parent's
-    /// last `Arc`, the parent is released the same way, in a loop rather than by recursion, so
-    /// a chain of any length drops on any stack. (A chain whose tokens have handles is spliced
-    /// as its handles go; a chain is left to this loop when its tokens hold callbacks.)
+    /// Unlinks this token from its parent and its linked parents and lets go of them; a parent
+    /// whose last `Arc` that was is released the same way, from a work list rather than by
+    /// recursion, so a chain of any length (of parents or links) drops on any stack. (A chain
+    /// whose tokens have handles is spliced as its handles go; a chain is left to this loop
+    /// when its tokens hold callbacks or links.)
     fn drop(&mut self) {
-        let (taken, mut slot, mut parent) = {
+        let (taken, slot, parent, links) = {
             let shared = sync::get_mut(&mut self.shared);
-            (shared.take_all(), shared.slot.take(), shared.parent.take())
+            let links = shared
+                .regs
+                .as_mut()
+                .map(|regs| std::mem::take(&mut regs.links))
+                .unwrap_or_default();
+            (
+                shared.take_all(),
+                shared.slot.take(),
+                shared.parent.take(),
+                links,
+            )
         };
         // Callbacks of detached guards: their captured values are user code.
         super::drop_each(taken);
-        // `addr` names the token to unlink next: this one first (its memory stays allocated
-        // while it drops), then a parent whose last `Arc` went in this loop. Such a parent's
-        // memory is kept by `pinned` until it has been unlinked by address: otherwise a purge
-        // of its dead entry could free it, and a new token at the same address would be the
-        // one removed.
-        let mut addr: *const TokenState = self;
-        let mut pinned: Option<Weak<TokenState>> = None;
-        while let Some(node) = parent {
-            if let Some(index) = slot {
-                node.unlink_child(index, addr);
-            }
-            drop(pinned.take());
-            addr = Arc::as_ptr(&node);
-            let pin = Arc::downgrade(&node);
-            match Arc::into_inner(node) {
-                // That was the last `Arc`: release its parent in this loop, then drop it (its
-                // `Drop` finds no parent left and returns at once).
-                Some(mut state) => {
-                    let shared = sync::get_mut(&mut state.shared);
-                    slot = shared.slot.take();
-                    parent = shared.parent.take();
-                    drop(state);
-                    pinned = Some(pin);
+        let mut work = Vec::new();
+        Release::push(&mut work, self, slot, parent, links, None);
+        while let Some(Release { node, from }) = work.pop() {
+            match from {
+                From::Child { index, addr, pin } => {
+                    if let Some(index) = index {
+                        node.unlink_child(index, addr);
+                    }
+                    drop(pin);
                 }
-                None => parent = None,
+                From::Link(key) => node.deregister_callback(key),
             }
+            // `addr` names the token to unlink next: a parent whose last `Arc` went in this
+            // loop. Its memory is kept by the pin until it has been unlinked by address:
+            // otherwise a purge of its dead entry could free it, and a new token at the same
+            // address would be the one removed.
+            let addr: *const TokenState = Arc::as_ptr(&node);
+            let pin = Arc::downgrade(&node);
+            if let Some(mut state) = Arc::into_inner(node) {
+                // That was the last `Arc`: release its parents in this loop, then drop it (its
+                // `Drop` finds no parent or link left and only drops its callbacks).
+                let shared = sync::get_mut(&mut state.shared);
+                let slot = shared.slot.take();
+                let parent = shared.parent.take();
+                let links = shared
+                    .regs
+                    .as_mut()
+                    .map(|regs| std::mem::take(&mut regs.links))
+                    .unwrap_or_default();
+                Release::push(&mut work, addr, slot, parent, links, Some(pin));
+                drop(state);
+            }
+        }
+    }
+}
+
+/// A parent to let go of in `TokenState`'s drop, and what to take out of it first.
+struct Release {
+    node: Arc<TokenState>,
+    from: From,
+}
+
+/// What a freed token leaves in a parent: its slot in the parent's children, or its link
+/// callback.
+enum From {
+    Child {
+        index: Option<u32>,
+        addr: *const TokenState,
+        /// Keeps the freed token's memory (not the token) until it was unlinked by address.
+        pin: Option<Weak<TokenState>>,
+    },
+    Link(super::Key),
+}
+
+impl Release {
+    /// Queues a freed token's parent (with its slot) and linked parents (with their keys).
+    fn push(
+        work: &mut Vec<Release>,
+        addr: *const TokenState,
+        slot: Option<u32>,
+        parent: Option<Arc<TokenState>>,
+        links: Vec<super::links::Link>,
+        pin: Option<Weak<TokenState>>,
+    ) {
+        work.extend(links.into_iter().map(|link| Release {
+            node: link.parent,
+            from: From::Link(link.key),
+        }));
+        if let Some(node) = parent {
+            work.push(Release {
+                node,
+                from: From::Child {
+                    index: slot,
+                    addr,
+                    pin,
+                },
+            });
         }
     }
 }

@@ -9,7 +9,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::callback::CallbackGuard;
-use crate::reason::{CancelReason, Cancelled};
+use crate::reason::{CancelReason, Cancelled, Cause};
 use crate::state::{Callback, CancelHook, Registered, TokenRef, TokenState};
 use crate::sync::Weak;
 use crate::wait::WaitCancelled;
@@ -68,12 +68,12 @@ impl CancelToken {
     /// let source = CancelSource::new();
     /// assert!(source.token().check().is_ok());
     /// source.cancel(CancelReason::Dropped);
-    /// assert_eq!(source.token().check().unwrap_err().reason(), &CancelReason::Dropped);
+    /// assert_eq!(source.token().check().unwrap_err().reason(), CancelReason::Dropped);
     /// ```
     #[inline]
     pub fn check(&self) -> Result<(), Cancelled> {
         if self.is_cancelled() {
-            Err(Cancelled::new(self.reason_after_flag()))
+            Err(self.cancelled_after_flag())
         } else {
             Ok(())
         }
@@ -85,17 +85,36 @@ impl CancelToken {
     /// use tethered::{CancelReason, CancelSource};
     /// let source = CancelSource::new();
     /// assert_eq!(source.token().reason(), None);
-    /// source.cancel(CancelReason::custom("quota exceeded"));
-    /// assert_eq!(source.token().reason(), Some(CancelReason::custom("quota exceeded")));
+    /// source.cancel(CancelReason::Shutdown);
+    /// assert_eq!(source.token().reason(), Some(CancelReason::Shutdown));
     /// ```
     pub fn reason(&self) -> Option<CancelReason> {
         self.state.reason()
     }
 
-    /// The reason, once the flag has been seen set.
-    fn reason_after_flag(&self) -> CancelReason {
+    /// The cause the cancel gave ([`CancelSource::cancel_with_cause`]), or `None` if it gave
+    /// none or the token is not cancelled. The bridges keep the language's own reason here: a
+    /// JavaScript `signal.reason`, an asyncio `CancelledError`'s message.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource, Cause};
+    ///
+    /// let source = CancelSource::new();
+    /// assert!(source.token().cause().is_none());
+    /// source.cancel_with_cause(CancelReason::Dropped, Cause::msg("client 7 hung up"));
+    /// assert_eq!(source.token().cause().unwrap().to_string(), "client 7 hung up");
+    /// ```
+    pub fn cause(&self) -> Option<Cause> {
+        self.state.cause()
+    }
+
+    /// The reason and cause as an error, once the flag has been seen set.
+    fn cancelled_after_flag(&self) -> Cancelled {
         // Invariant 1 of `state.rs`: the flag is only set together with the reason.
-        self.state.reason().unwrap_or(CancelReason::Requested)
+        match self.state.stop() {
+            Some((reason, cause)) => Cancelled::with_cause(reason, cause),
+            None => Cancelled::new(CancelReason::Requested),
+        }
     }
 
     /// A future that resolves to the reason once the token is cancelled.
@@ -186,7 +205,7 @@ impl CancelToken {
     /// let killed = Arc::new(AtomicBool::new(false));
     /// let flag = killed.clone();
     /// let _guard = source.token().on_cancel(move |reason| {
-    ///     assert_eq!(reason, &CancelReason::Timeout);
+    ///     assert_eq!(reason, CancelReason::Timeout);
     ///     flag.store(true, Ordering::SeqCst); // e.g. child.kill()
     /// });
     /// source.cancel(CancelReason::Timeout);
@@ -194,7 +213,7 @@ impl CancelToken {
     /// ```
     pub fn on_cancel<F>(&self, callback: F) -> CallbackGuard
     where
-        F: FnOnce(&CancelReason) + Send + 'static,
+        F: FnOnce(CancelReason) + Send + 'static,
     {
         self.register(Callback::Boxed(Box::new(callback)))
     }
@@ -204,28 +223,26 @@ impl CancelToken {
         self.register(Callback::Hook(hook))
     }
 
-    /// Runs `action` on the crate's timer thread once `delay` has passed, unless this token is
-    /// cancelled or freed first; a `delay` too long for an `Instant` schedules nothing. The
-    /// timer entry lives in a callback of this token: a cancel runs that callback (dropping the
-    /// entry, which takes it out of the timer), and a seal or the token's last drop drops it.
-    /// `action` should hold only `Weak`s, so that a deadline keeps nothing alive.
+    /// Runs `action` on the crate's timer thread at `deadline`, unless this token is cancelled
+    /// or freed first. The timer entry lives in a callback of this token: a cancel runs that
+    /// callback (dropping the entry, which takes it out of the timer), and a seal or the
+    /// token's last drop drops it. `action` should hold only `Weak`s, so that a deadline keeps
+    /// nothing alive.
     pub(crate) fn on_deadline(
         &self,
-        delay: Duration,
+        deadline: std::time::Instant,
         action: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<()> {
-        let Some(deadline) = std::time::Instant::now().checked_add(delay) else {
-            return Ok(());
-        };
         let entry = crate::timer::schedule(deadline, Box::new(action))?;
         self.state.record_deadline(deadline);
         self.on_cancel(move |_| drop(entry)).detach();
         Ok(())
     }
 
-    /// The earliest deadline of this token: one set with `cancel_after` on its own source or
-    /// job handle, or on any ancestor's (a child inherits the earliest above it, also one set
-    /// after it was made). `None` if nothing above has a deadline.
+    /// The earliest deadline of this token: one set with `cancel_at` or `cancel_after` on its
+    /// own source or job handle, or on any ancestor's, through parents and
+    /// [`any_of`](CancelSource::any_of) links alike (a child inherits the earliest above it,
+    /// also one set after it was made). `None` if nothing above has a deadline.
     ///
     /// A job can hand what is left of its caller's deadline to work it starts: a request to
     /// another host, a child process, a sub-query.

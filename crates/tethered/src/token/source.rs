@@ -2,9 +2,11 @@
 
 use std::fmt;
 
+use std::time::{Duration, Instant};
+
 use super::CancelToken;
-use crate::reason::CancelReason;
-use crate::state::{TokenRef, TokenState};
+use crate::reason::{CancelReason, Cause};
+use crate::state::{Cancel, TokenRef, TokenState};
 
 /// The owner side of a cancellation: hands out [`CancelToken`]s and cancels them.
 ///
@@ -39,14 +41,85 @@ impl CancelSource {
         }
     }
 
-    /// Cancels every token of this source (and every child) with `reason`.
+    /// Cancels every token of this source (and every descendant) with `reason`.
     ///
-    /// Returns `true` only for the call that actually cancelled; later calls change nothing and
-    /// return `false`. The winning call sets the flag, wakes every waiter, and then runs the
-    /// registered callbacks on this thread before returning (see
-    /// [`CancelToken::on_cancel`]).
+    /// Returns `true` exactly when this call decided the reason: the token now reads
+    /// `reason`, because of this call. It returns `false` when nothing changed (the source was
+    /// cancelled already, or can no longer be: a finished job's token), and also when an
+    /// ancestor (a parent, or any parent of an [`any_of`](Self::any_of) source) was cancelled
+    /// first and its cancel had not reached this source yet: the first cause wins, so the
+    /// source is cancelled at once but with the ancestor's reason and cause, and the return
+    /// value agrees with what [`CancelToken::reason`] reads.
+    ///
+    /// The call that cancels sets the flag, wakes every waiter, and then runs the registered
+    /// callbacks on this thread before returning (see [`CancelToken::on_cancel`]), then cancels
+    /// the descendants.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let request = CancelSource::new();
+    /// let step = request.child();
+    /// assert!(request.cancel(CancelReason::Timeout)); // decided the reason
+    /// assert!(!step.cancel(CancelReason::Requested)); // the parent's came first
+    /// assert_eq!(step.token().reason(), Some(CancelReason::Timeout));
+    /// ```
     pub fn cancel(&self, reason: CancelReason) -> bool {
-        self.state.cancel(reason)
+        self.state.cancel(reason, None) == Cancel::Won
+    }
+
+    /// Cancels as [`cancel`](Self::cancel) does, with `cause` as the detail every token and
+    /// descendant reads ([`CancelToken::cause`]), as Go's `WithCancelCause` does: an error of
+    /// your own that native code can downcast, or a message ([`Cause::msg`]).
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource, Cause};
+    ///
+    /// let source = CancelSource::new();
+    /// let child = source.child();
+    /// source.cancel_with_cause(CancelReason::Requested, Cause::msg("the user pressed stop"));
+    /// let cause = child.token().cause().unwrap();
+    /// assert_eq!(cause.to_string(), "the user pressed stop");
+    /// let err = child.token().check().unwrap_err();
+    /// assert_eq!(err.to_string(), "cancelled: cancellation was requested");
+    /// assert_eq!(std::error::Error::source(&err).unwrap().to_string(), "the user pressed stop");
+    /// ```
+    pub fn cancel_with_cause(&self, reason: CancelReason, cause: impl Into<Cause>) -> bool {
+        self.state.cancel(reason, Some(cause.into())) == Cancel::Won
+    }
+
+    /// A source cancelled by whichever of `parents` is cancelled first (with that parent's
+    /// reason and cause), or by its own cancel, as .NET's `CreateLinkedTokenSource` and
+    /// JavaScript's `AbortSignal.any` are. Its deadline ([`CancelToken::deadline`]) is the
+    /// earliest of its parents'. Cancelling it never touches a parent.
+    ///
+    /// It is linked to each parent by one registration, released as soon as it is cancelled,
+    /// can no longer be (a finished job's token), or is gone: a long-lived parent does not
+    /// collect registrations of sources that went. With no parents it is a plain
+    /// [`CancelSource::new`]; with one, a [`CancelToken::child`]. If a parent is cancelled
+    /// already, the new source starts cancelled with its reason.
+    ///
+    /// ```
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let request = CancelSource::new();
+    /// let server = CancelSource::new();
+    /// let work = CancelSource::any_of([&request.token(), &server.token()]);
+    /// assert_eq!(request.token().registrations(), 1);
+    /// server.cancel(CancelReason::Shutdown);
+    /// assert_eq!(work.token().reason(), Some(CancelReason::Shutdown));
+    /// assert_eq!(request.token().registrations(), 0); // released once cancelled
+    /// ```
+    pub fn any_of<'a>(parents: impl IntoIterator<Item = &'a CancelToken>) -> CancelSource {
+        let mut parents = parents.into_iter();
+        let Some(first) = parents.next() else {
+            return CancelSource::new();
+        };
+        let source = first.child();
+        for parent in parents {
+            source.state.link_to(&parent.state);
+        }
+        source
     }
 
     /// A new source linked to this one: shorthand for
@@ -68,18 +141,45 @@ impl CancelSource {
         self.state.is_cancelled()
     }
 
-    /// Cancels this source with [`CancelReason::Timeout`] once `delay` has passed, unless it is
+    /// Cancels this source with [`CancelReason::Timeout`] at `deadline`, unless it is
     /// cancelled (or dropped) first: a deadline for everything tied to it, on the crate's timer
-    /// thread, with no runtime needed. A `delay` too long for an `Instant` (`Duration::MAX`)
-    /// never fires. The deadline keeps neither the source nor anything else alive: it still
-    /// fires for the tokens and children of a source whose own handle is gone, and it leaves
-    /// the timer as soon as the source is cancelled or freed (no source, token or child of it
-    /// left).
+    /// thread, with no runtime needed. The deadline keeps neither the source nor anything else
+    /// alive: it still fires for the tokens and children of a source whose own handle is gone,
+    /// and it leaves the timer as soon as the source is cancelled or freed (no source, token or
+    /// child of it left). A deadline that has passed cancels at once; the earliest of several
+    /// deadlines is the one [`CancelToken::deadline`] reads.
     ///
     /// # Errors
     ///
     /// Only if the timer thread is not running yet and the OS refuses to start it; nothing is
     /// scheduled then, and a later call tries again.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use tethered::{CancelReason, CancelSource};
+    ///
+    /// let request = CancelSource::new();
+    /// let at = Instant::now() + Duration::from_millis(10);
+    /// request.cancel_at(at)?;
+    /// assert_eq!(request.token().deadline(), Some(at));
+    /// assert_eq!(request.token().wait(), CancelReason::Timeout);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cancel_at(&self, deadline: Instant) -> std::io::Result<()> {
+        let state = self.state.downgrade();
+        self.token().on_deadline(deadline, move || {
+            if let Some(state) = state.upgrade() {
+                state.cancel(CancelReason::Timeout, None);
+            }
+        })
+    }
+
+    /// [`cancel_at`](Self::cancel_at) `delay` from now. A `delay` too long for an `Instant`
+    /// (`Duration::MAX`) never fires.
+    ///
+    /// # Errors
+    ///
+    /// As [`cancel_at`](Self::cancel_at).
     ///
     /// ```
     /// use std::time::Duration;
@@ -90,13 +190,11 @@ impl CancelSource {
     /// assert_eq!(request.token().wait(), CancelReason::Timeout);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
-        let state = self.state.downgrade();
-        self.token().on_deadline(delay, move || {
-            if let Some(state) = state.upgrade() {
-                state.cancel(CancelReason::Timeout);
-            }
-        })
+    pub fn cancel_after(&self, delay: Duration) -> std::io::Result<()> {
+        match Instant::now().checked_add(delay) {
+            Some(deadline) => self.cancel_at(deadline),
+            None => Ok(()),
+        }
     }
 
     /// Turns the source into a guard that cancels it with [`CancelReason::Dropped`] when dropped,

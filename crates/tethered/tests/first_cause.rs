@@ -1,0 +1,103 @@
+//! The first cause wins, deterministically, and `cancel`'s return value agrees with the reason
+//! the token reads.
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use tethered::{CancelReason, CancelSource, Cause, JobOptions, NativeScope, Tethered};
+
+/// In a storm of threads cancelling a parent and its child, a child's `cancel` returns `true`
+/// exactly when the child reads the reason that call gave.
+#[test]
+fn cancel_returns_true_exactly_when_its_reason_is_the_one_read() {
+    for round in 0..200 {
+        let parent = CancelSource::new();
+        let child = parent.child();
+        let barrier = Arc::new(Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (parent, child, barrier) = (parent.clone(), child.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    if i % 2 == 0 {
+                        (None, parent.cancel(CancelReason::Shutdown))
+                    } else {
+                        let reason = if i % 4 == 1 {
+                            CancelReason::Requested
+                        } else {
+                            CancelReason::Dropped
+                        };
+                        (Some(reason), child.cancel(reason))
+                    }
+                })
+            })
+            .collect();
+        let outcomes: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let read = child.token().reason().unwrap();
+        let child_wins: Vec<_> = outcomes
+            .iter()
+            .filter(|(reason, won)| reason.is_some() && *won)
+            .collect();
+        assert!(child_wins.len() <= 1, "round {round}: {outcomes:?}");
+        match child_wins.first() {
+            Some((Some(reason), _)) => assert_eq!(read, *reason, "round {round}"),
+            _ => assert_eq!(read, CancelReason::Shutdown, "round {round}: {outcomes:?}"),
+        }
+        assert_eq!(
+            outcomes.iter().filter(|(reason, won)| reason.is_none() && *won).count(),
+            1,
+            "the parent's cancel is decided once"
+        );
+    }
+}
+
+/// A job of a scope that is also a child of a request's token (the server recipe) reads the
+/// request's `Timeout` when its handle is dropped because of that deadline, every time.
+#[test]
+fn a_scoped_jobs_dropped_handle_reads_the_requests_deadline() {
+    let scope = NativeScope::new();
+    for _ in 0..300 {
+        let request = CancelSource::new();
+        let job = tethered::spawn(
+            JobOptions::new()
+                .in_scope(&scope)
+                .child_of(&request.token()),
+            |token| token.wait(),
+        )
+        .unwrap();
+        let token = job.token().clone();
+        // The request's own waiter (the response future) hears the deadline first and drops
+        // the job's handle, before the request's cancel has walked to the job.
+        let waiter = request.token();
+        let dropper = std::thread::spawn(move || {
+            waiter.wait();
+            drop(job);
+        });
+        request.cancel_with_cause(CancelReason::Timeout, Cause::msg("request deadline"));
+        dropper.join().unwrap();
+        assert_eq!(token.wait(), CancelReason::Timeout);
+        assert_eq!(token.cause().unwrap().to_string(), "request deadline");
+    }
+    tethered::testing::assert_scope_returned(&scope, Duration::from_secs(10));
+}
+
+/// The rule behind it: a token cancelled while an ancestor's cancel walks down takes the
+/// ancestor's reason, and its own cancel reports that it did not decide it.
+#[test]
+fn a_cancel_below_a_cancelled_ancestor_takes_its_reason_and_returns_false() {
+    let server = CancelSource::new();
+    let request = server.child();
+    let other = CancelSource::new();
+    let step = CancelSource::any_of([&other.token(), &request.token()]);
+    let (callback_ran, seen) = std::sync::mpsc::channel();
+    let step_source = step.clone();
+    // A callback of the server's runs before its cancel walks down to the children: a cancel
+    // of the step from there finds the server cancelled.
+    let _guard = server.token().on_cancel(move |_| {
+        let won = step_source.cancel(CancelReason::Dropped);
+        callback_ran.send((won, step_source.token().reason())).unwrap();
+    });
+    assert!(server.cancel(CancelReason::Shutdown));
+    assert_eq!(seen.recv().unwrap(), (false, Some(CancelReason::Shutdown)));
+    assert_eq!(request.token().reason(), Some(CancelReason::Shutdown));
+}

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelToken, NativeError, SpawnError, Spawner};
+use tethered::{AbortableNative, CancelToken, SpawnError, Spawner};
 
 /// An async runtime with its tethered adapter, as the scenario drivers use it. Each adapter's
 /// tests implement it in a few lines, forwarding to the runtime's own functions, so a scenario
@@ -21,18 +21,11 @@ pub trait Runtime: 'static {
         F: FnOnce(CancelToken) -> T + Send + 'static,
         T: Send + 'static;
 
-    /// The adapter's spawner, for `Builder::spawn_on`.
-    type Spawner: Spawner;
+    /// The adapter's spawner, for `JobOptions::on`.
+    type Spawner: Spawner + Send + Sync + 'static;
 
     /// The adapter's spawner for the current thread (`TokioSpawner::try_current`, ...).
     fn spawner() -> Result<Self::Spawner, SpawnError>;
-
-    /// The adapter's `timeout`: cancels `job` with `Timeout` if it has not finished after
-    /// `after`.
-    fn timeout<T: Send + 'static>(
-        after: Duration,
-        job: AbortableNative<T>,
-    ) -> impl Future<Output = Result<T, NativeError<T>>> + Send;
 
     /// The naive baseline: the runtime's own way to run a blocking closure, which nothing
     /// stops once it runs.

@@ -1,6 +1,6 @@
 //! [`spawn_native`]: a tethered job on async-std's blocking pool.
 
-use tethered::{AbortableNative, CancelToken};
+use tethered::{AbortableNative, CancelToken, JobOptions, Placement, SpawnError};
 
 use crate::AsyncStdSpawner;
 
@@ -21,23 +21,58 @@ use crate::AsyncStdSpawner;
 /// adapter's `spawn_native` does ([`AbortableNative::or_cancelled`]).
 ///
 /// ```
-/// use tethered::CancelReason;
+/// use tethered::{CancelReason, Tethered};
 ///
 /// let (tx, started) = std::sync::mpsc::channel();
 /// let job = tethered_async_std::spawn_native(move |token| {
 ///     tx.send(()).unwrap();
 ///     token.wait() // blocks this pool thread until the job is cancelled
 /// });
-/// let token = job.token();
+/// let token = job.token().clone();
 /// started.recv().unwrap();
 /// drop(job); // e.g. the task awaiting it was cancelled
 /// assert_eq!(token.reason(), Some(CancelReason::Dropped));
 /// ```
 #[track_caller]
-pub fn spawn_native<F, T>(f: F) -> AbortableNative<T>
+pub fn spawn_native<T, F>(f: F) -> AbortableNative<T>
 where
-    F: FnOnce(CancelToken) -> T + Send + 'static,
     T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&AsyncStdSpawner::new(), f))
+    tethered::bridge::spawned_or_stopped(spawn_native_with(JobOptions::new(), f))
+}
+
+/// [`spawn_native`] with [`JobOptions`]: a name, a deadline, a grace, a request's token, a
+/// panic policy, and a placement. An [`Unplaced`](tethered::Unplaced) job runs on the pool;
+/// one placed [`in_scope`](JobOptions::in_scope) or [`on`](JobOptions::on) a spawner runs
+/// there.
+///
+/// # Errors
+///
+/// A scope's or spawner's refusal (the pool itself takes every job). The closure never runs
+/// then.
+///
+/// ```
+/// use tethered::{CancelReason, CancelSource, JobOptions};
+///
+/// let request = CancelSource::new();
+/// let job = tethered_async_std::spawn_native_with(
+///     JobOptions::new().name("render").child_of(&request.token()),
+///     |token| token.wait(),
+/// )?;
+/// request.cancel(CancelReason::Dropped);
+/// let stopped = job.join_blocking().unwrap_err();
+/// assert_eq!(stopped.cancel_reason(), Some(CancelReason::Dropped));
+/// # Ok::<(), tethered::SpawnError>(())
+/// ```
+pub fn spawn_native_with<P, T, F>(
+    options: JobOptions<P>,
+    f: F,
+) -> Result<AbortableNative<T>, SpawnError>
+where
+    P: Placement,
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    tethered::bridge::spawn_or(options, || Ok(AsyncStdSpawner::new()), f)
 }

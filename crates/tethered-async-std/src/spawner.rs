@@ -11,10 +11,10 @@ use tethered::{Runnable, SpawnError, Spawner};
 /// it in an async-std task that awaits it. So this spawner never refuses a job.
 ///
 /// ```
-/// use tethered::AbortableNative;
+/// use tethered::JobOptions;
 /// use tethered_async_std::AsyncStdSpawner;
 ///
-/// let job = AbortableNative::builder().spawn_on(&AsyncStdSpawner::new(), |_token| {
+/// let job = tethered::spawn(JobOptions::new().on(AsyncStdSpawner::new()), |_token| {
 ///     std::thread::current().name().map(str::to_owned)
 /// })?;
 /// let thread = async_std::task::block_on(job)?;

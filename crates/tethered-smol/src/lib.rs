@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tethered::CancelReason;
+//! use tethered::{CancelReason, Tethered};
 //!
 //! let result = smol::block_on(async {
 //!     let job = tethered_smol::spawn_native(|token| {
@@ -19,22 +19,23 @@
 //!         }
 //!         steps
 //!     });
-//!     tethered_smol::timeout(Duration::from_millis(20), job).await
+//!     job.timeout(Duration::from_millis(20)).await
 //! });
 //! // The caller gets the timeout at once; the closure saw `Timeout` and has returned or will.
-//! assert_eq!(result.unwrap_err().cancel_reason(), Some(&CancelReason::Timeout));
+//! assert_eq!(result.unwrap_err().cancel_reason(), Some(CancelReason::Timeout));
 //! ```
 //!
 //! # What is here
 //!
 //! - [`spawn_native`]: run `FnOnce(CancelToken) -> T` on the pool.
-//! - [`SmolSpawner`]: the [`Spawner`](tethered::Spawner) behind it, for
-//!   [`Builder::spawn_on`](tethered::Builder::spawn_on) (a named job, a request's token) and
+//! - [`spawn_native_with`]: the same with [`JobOptions`](tethered::JobOptions) (a name, a
+//!   deadline, a grace, a request's token, a scope, a panic policy).
+//! - [`SmolSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for
+//!   [`JobOptions::on`](tethered::JobOptions::on) and
 //!   [`NativeScope::with_spawner`](tethered::NativeScope::with_spawner).
-//! - [`timeout`]: cancel with [`CancelReason::Timeout`](tethered::CancelReason::Timeout) when
-//!   async-io's timer fires first.
 //!
-//! Everything else (tokens, `CancelOnDrop`, `stats()`) is in [tethered].
+//! Everything else (tokens, timeouts with [`Tethered::timeout`](tethered::Tethered::timeout),
+//! scopes, `stats()`) is in [tethered].
 //!
 //! # No runtime to be outside of
 //!
@@ -50,11 +51,9 @@
 
 mod spawn;
 mod spawner;
-mod timeout;
 
-pub use spawn::spawn_native;
+pub use spawn::{spawn_native, spawn_native_with};
 pub use spawner::SmolSpawner;
-pub use timeout::{Timeout, timeout};
 
 // The README's example is a doc test too.
 #[cfg(doctest)]

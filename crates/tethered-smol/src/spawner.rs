@@ -12,10 +12,10 @@ use tethered::{Runnable, SpawnError, Spawner};
 /// dropped, which drops their [`AbortableNative`](tethered::AbortableNative) handles).
 ///
 /// ```
-/// use tethered::AbortableNative;
+/// use tethered::JobOptions;
 /// use tethered_smol::SmolSpawner;
 ///
-/// let job = AbortableNative::builder().spawn_on(&SmolSpawner::new(), |_token| {
+/// let job = tethered::spawn(JobOptions::new().on(SmolSpawner::new()), |_token| {
 ///     std::thread::current().name().map(str::to_owned)
 /// })?;
 /// let thread = smol::block_on(job)?;

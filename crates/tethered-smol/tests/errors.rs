@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::Smol;
 use smol::Executor;
-use tethered::AbortableNative;
+use tethered::JobOptions;
 use tethered_smol::SmolSpawner;
 use tethered_test_support::scenarios::errors;
 use tethered_test_support::{PATIENCE, bounded};
@@ -28,8 +28,7 @@ fn spawning_works_after_the_executor_that_used_it_was_dropped() {
         assert_eq!(smol::block_on(executor.run(first)).unwrap(), 1);
         drop(executor);
 
-        let job = AbortableNative::builder()
-            .spawn_on(&SmolSpawner::new(), |_token| 2)
+        let job = tethered::spawn(JobOptions::new().on(SmolSpawner::new()), |_token| 2)
             .expect("the pool does not shut down");
         assert_eq!(smol::block_on(job).unwrap(), 2);
     });

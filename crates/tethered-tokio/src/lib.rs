@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use tethered::{CancelReason, NativeError};
+//! use tethered::{CancelReason, NativeError, Tethered};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,7 +25,7 @@
 //!     job.cancel_after(Duration::from_millis(50))?;
 //!     match job.await {
 //!         Ok(steps) => println!("finished after {steps} steps"),
-//!         Err(NativeError::Cancelled { reason, returned }) => {
+//!         Err(NativeError::Cancelled { reason, returned, .. }) => {
 //!             assert_eq!(reason, CancelReason::Timeout);
 //!             println!("stopped ({reason}) after {returned:?} steps");
 //!         }
@@ -34,7 +34,7 @@
 //!
 //!     // Dropping an unfinished job (a lost `select!`, a client that hung up) stops it too.
 //!     let job = tethered_tokio::spawn_native(|token| token.wait());
-//!     let token = job.token();
+//!     let token = job.token().clone();
 //!     drop(job);
 //!     assert_eq!(token.cancelled().await, CancelReason::Dropped);
 //!     Ok(())
@@ -46,39 +46,26 @@
 //! - [`spawn_native`]: a tethered `spawn_blocking` on the current runtime. Once the runtime
 //!   shuts down its handle resolves to a stop with `Shutdown`, where tokio would drop the
 //!   closure silently.
-//! - [`timeout`]: a deadline on tokio's timer that cancels the job with
-//!   [`CancelReason::Timeout`](tethered::CancelReason::Timeout).
-//! - [`TokioSpawner`]: the [`Spawner`](tethered::Spawner) behind it, for a runtime named by
-//!   its [`Handle`](tokio::runtime::Handle), for the core's
-//!   [`Builder::spawn_on`](tethered::Builder::spawn_on) (a named job, a request's token, a
-//!   refused spawn as a [`SpawnError`](tethered::SpawnError)) and for
-//!   [`NativeScope::with_spawner`](tethered::NativeScope::with_spawner).
-//! - With the `tokio-util` feature, [`link`] and [`cancel_source_from`] tie tethered sources to
-//!   `tokio_util::sync::CancellationToken`s both ways.
+//! - [`spawn_native_with`]: the same with [`JobOptions`](tethered::JobOptions) (a name, a
+//!   deadline, a grace, a request's token, a scope, a panic policy), and a refused spawn as a
+//!   [`SpawnError`](tethered::SpawnError).
+//! - [`TokioSpawner`]: the [`Spawner`](tethered::Spawner) behind them, for a runtime named by
+//!   its [`Handle`](tokio::runtime::Handle): for [`JobOptions::on`](tethered::JobOptions::on)
+//!   and [`NativeScope::with_spawner`](tethered::NativeScope::with_spawner).
 //!
-//! Everything else (tokens, callbacks, children, the job handle, stats) is the core crate,
-//! [`tethered`].
+//! Everything else is the core crate, [`tethered`]: tokens, handles, timeouts
+//! ([`Tethered::timeout`](tethered::Tethered::timeout)), scopes, groups, stats. A service's
+//! runtime, signals and one-deadline shutdown are `tethered-server`; the link to
+//! `tokio_util::sync::CancellationToken` is `tethered-tokio-util`.
 
 #![forbid(unsafe_code)]
-// `doc_cfg` labels the `tokio-util` items on docs.rs (nightly folded `doc_auto_cfg` into it).
-#![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(feature = "tokio-util")]
-mod cancellation_link;
-#[cfg(feature = "server")]
-mod server;
 mod spawn;
 mod spawner;
 mod stash;
-mod timeout;
 
-#[cfg(feature = "tokio-util")]
-pub use cancellation_link::{CancellationLink, cancel_source_from, link};
-#[cfg(feature = "server")]
-pub use server::{Server, ServerReport, ShutdownCause};
-pub use spawn::spawn_native;
+pub use spawn::{spawn_native, spawn_native_with};
 pub use spawner::TokioSpawner;
-pub use timeout::{Timeout, timeout};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

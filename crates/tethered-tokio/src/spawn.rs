@@ -1,6 +1,7 @@
-//! [`spawn_native`]: tethered jobs on the current runtime's blocking pool.
+//! [`spawn_native`] and [`spawn_native_with`]: tethered jobs on the current runtime's blocking
+//! pool.
 
-use tethered::{AbortableNative, CancelToken};
+use tethered::{AbortableNative, CancelToken, JobOptions, Placement, SpawnError};
 
 use crate::spawner::TokioSpawner;
 
@@ -14,21 +15,19 @@ use crate::spawner::TokioSpawner;
 /// closure started never runs it, which frees its pool slot at once.
 ///
 /// Once the runtime is shutting down, the closure never runs and the handle resolves to
-/// `Err(NativeError::Cancelled { reason: CancelReason::Shutdown, returned: None })`, as
+/// `Err(NativeError::Cancelled { reason: CancelReason::Shutdown, returned: None, .. })`, as
 /// `spawn_blocking`'s handle resolves to a cancelled `JoinError` then: no panic, so clean-up
-/// scheduled from a `Drop` during shutdown cannot abort the process. To name the job, tie it
-/// to a request's token, or get a refusal as a [`SpawnError`](tethered::SpawnError), use
-/// [`Builder::spawn_on`](tethered::Builder::spawn_on) with a
-/// [`TokioSpawner`](crate::TokioSpawner).
+/// scheduled from a `Drop` during shutdown cannot abort the process. For a name, a deadline,
+/// a request's token, a scope, or a refusal as a [`SpawnError`], use [`spawn_native_with`].
 ///
 /// # Panics
 ///
-/// Like [`tokio::spawn`], outside a tokio runtime (`TokioSpawner::try_current` returns that
-/// as an error). Like `spawn_blocking`, also if the OS refuses to start a thread for the pool.
+/// Like [`tokio::spawn`], outside a tokio runtime ([`spawn_native_with`] returns that as an
+/// error). Like `spawn_blocking`, also if the OS refuses to start a thread for the pool.
 ///
 /// ```
 /// use std::time::Duration;
-/// use tethered::CancelReason;
+/// use tethered::{CancelReason, Tethered};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -39,7 +38,7 @@ use crate::spawner::TokioSpawner;
 ///     }
 ///     rounds
 /// });
-/// let token = job.token();
+/// let token = job.token().clone();
 ///
 /// // The caller gives up on the job; the closure hears it and returns.
 /// let lost = tokio::time::timeout(Duration::from_millis(10), job).await;
@@ -50,14 +49,55 @@ use crate::spawner::TokioSpawner;
 #[track_caller]
 pub fn spawn_native<T, F>(f: F) -> AbortableNative<T>
 where
-    F: FnOnce(CancelToken) -> T + Send + 'static,
     T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    let spawner = match TokioSpawner::try_current() {
-        Ok(spawner) => spawner,
-        Err(err) => panic!(
-            "`tethered_tokio::spawn_native`: {err}; `TokioSpawner::try_current` returns this as an error"
-        ),
-    };
-    AbortableNative::or_cancelled(AbortableNative::builder().spawn_on(&spawner, f))
+    let spawned = spawn_native_with(JobOptions::new(), f);
+    if let Err(err @ SpawnError::NoRuntime { .. }) = &spawned {
+        panic!("`tethered_tokio::spawn_native`: {err}; `spawn_native_with` returns this as an error");
+    }
+    tethered::bridge::spawned_or_stopped(spawned)
+}
+
+/// [`spawn_native`] with [`JobOptions`]: a name, a deadline, a grace, a request's token, a
+/// panic policy, and a placement. An [`Unplaced`](tethered::Unplaced) job runs on the current
+/// runtime's blocking pool; one placed [`in_scope`](JobOptions::in_scope) or
+/// [`on`](JobOptions::on) a spawner runs there, and then needs no runtime here.
+///
+/// # Errors
+///
+/// [`SpawnError::NoRuntime`] for an unplaced job outside a tokio runtime;
+/// [`SpawnError::Shutdown`] once the runtime shuts down; a scope's or spawner's refusal. The
+/// closure never runs then.
+///
+/// ```
+/// use std::time::Duration;
+/// use tethered::{CancelReason, CancelSource, JobOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), tethered::SpawnError> {
+/// let request = CancelSource::new();
+/// let options = JobOptions::new()
+///     .name("render-7")
+///     .child_of(&request.token())
+///     .timeout(Duration::from_millis(20));
+/// let job = tethered_tokio::spawn_native_with(options, |token| {
+///     while !token.is_cancelled() {}
+///     token.reason()
+/// })?;
+/// let stopped = job.await.unwrap_err();
+/// assert_eq!(stopped.cancel_reason(), Some(CancelReason::Timeout));
+/// # Ok(())
+/// # }
+/// ```
+pub fn spawn_native_with<P, T, F>(
+    options: JobOptions<P>,
+    f: F,
+) -> Result<AbortableNative<T>, SpawnError>
+where
+    P: Placement,
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    tethered::bridge::spawn_or(options, TokioSpawner::try_current, f)
 }

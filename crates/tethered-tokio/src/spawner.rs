@@ -29,14 +29,14 @@ const NO_RUNTIME_HINT: &str = "call it from a tokio task or from a thread inside
 /// kept until it exits. Nothing a job does depends on it.
 ///
 /// ```
-/// use tethered::AbortableNative;
+/// use tethered::JobOptions;
 /// use tethered_tokio::TokioSpawner;
 ///
 /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
 /// let spawner = TokioSpawner::new(runtime.handle().clone());
 ///
 /// // Spawned from a plain thread, run on the runtime's blocking pool.
-/// let job = AbortableNative::builder().spawn_on(&spawner, |_token| 6 * 7)?;
+/// let job = tethered::spawn(JobOptions::new().on(spawner), |_token| 6 * 7)?;
 /// assert_eq!(runtime.block_on(job)?, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -57,7 +57,7 @@ impl TokioSpawner {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let spawner = tethered_tokio::TokioSpawner::current();
-    /// let job = tethered::AbortableNative::builder().spawn_on(&spawner, |_| 1);
+    /// let job = tethered::spawn(tethered::JobOptions::new().on(spawner), |_| 1);
     /// assert_eq!(job.unwrap().await.unwrap(), 1);
     /// # }
     /// ```

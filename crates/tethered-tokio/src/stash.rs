@@ -68,7 +68,7 @@ pub(crate) fn keep(join: JoinHandle<()>) {
     // Whatever is let go of is dropped outside the borrow, contained: a task's last drop may
     // drop what its runtime's hooks captured, which is user code. `join` is still here if the
     // thread's locals are being destroyed or the thread keeps `MAX_KEPT` already.
-    tethered::drop_contained((let_go, join));
+    tethered::bridge::drop_contained((let_go, join));
 }
 
 impl Stash {
@@ -108,7 +108,7 @@ impl Stash {
 impl Drop for Stash {
     fn drop(&mut self) {
         // The thread exits: its kept handles go, contained (see `keep`).
-        tethered::drop_contained(std::mem::take(&mut self.handles));
+        tethered::bridge::drop_contained(std::mem::take(&mut self.handles));
     }
 }
 
@@ -126,6 +126,7 @@ mod tests {
     use super::{MAX_KEPT, STASH, SWEEP_EVERY, kept};
     use std::sync::mpsc;
     use std::time::Duration;
+    use tethered::JobOptions;
 
     /// A runtime whose blocking pool has four threads, entered on this thread: jobs beyond
     /// four that are held wait in the pool's queue, unfinished.
@@ -281,8 +282,7 @@ mod tests {
             fn drop(&mut self) {
                 let stash_gone = STASH.try_with(|_| ()).is_err();
                 let spawner = crate::TokioSpawner::new(self.handle.clone());
-                let job = tethered::Builder::new()
-                    .spawn_on(&spawner, |_token| 7u32)
+                let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_token| 7u32)
                     .expect("the runtime runs");
                 self.result
                     .send((stash_gone, job.join_blocking().expect("the job ran")))
@@ -306,8 +306,7 @@ mod tests {
                 })
             });
             let spawner = crate::TokioSpawner::new(handle);
-            let job = tethered::Builder::new()
-                .spawn_on(&spawner, |_token| 1u32)
+            let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_token| 1u32)
                 .expect("the runtime runs");
             assert_eq!(job.join_blocking().expect("the job ran"), 1);
         })

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{RUNTIME, runtime};
-use tethered::{AbortableNative, CancelReason, NativeError, SpawnError};
+use tethered::{AbortableNative, CancelReason, JobOptions, NativeError, SpawnError, Tethered};
 use tethered_tokio::TokioSpawner;
 
 /// Records whether a closure ran, and whether it was dropped without running.
@@ -72,8 +72,7 @@ fn spawning_on_the_current_runtime_outside_a_runtime_is_a_no_runtime_error() {
     let flag = ran.clone();
     let err = TokioSpawner::try_current()
         .and_then(|spawner| {
-            AbortableNative::builder()
-                .spawn_on(&spawner, move |_token| flag.store(true, Ordering::SeqCst))
+            tethered::spawn(JobOptions::new().on(spawner.clone()), move |_token| flag.store(true, Ordering::SeqCst))
         })
         .expect_err("there is no runtime here");
     assert!(
@@ -95,11 +94,11 @@ fn spawning_on_the_current_runtime_outside_a_runtime_is_a_no_runtime_error() {
 }
 
 #[test]
-fn spawn_native_outside_a_runtime_panics_naming_try_current() {
+fn spawn_native_outside_a_runtime_panics_naming_spawn_native_with() {
     let payload = catch_unwind(|| tethered_tokio::spawn_native(|_token| ()))
         .expect_err("spawn_native must panic outside a runtime");
     let message = panic_message(&*payload);
-    assert!(message.contains("TokioSpawner::try_current"), "{message}");
+    assert!(message.contains("`spawn_native_with` returns this as an error"), "{message}");
     assert!(message.contains("no tokio runtime"), "{message}");
 }
 
@@ -118,7 +117,7 @@ fn spawning_on_a_runtime_that_shut_down_is_a_shutdown_error_and_never_runs_the_c
     let fate = Fate::default();
     let closure = fate.closure();
     let err = TokioSpawner::try_current()
-        .and_then(|spawner| AbortableNative::builder().spawn_on(&spawner, move |_token| closure()))
+        .and_then(|spawner| tethered::spawn(JobOptions::new().on(spawner.clone()), move |_token| closure()))
         .expect_err("a runtime that shut down takes no jobs");
     assert!(
         matches!(err, SpawnError::Shutdown { runtime: "tokio" }),
@@ -134,8 +133,7 @@ fn tokio_spawner_after_shutdown_background_is_a_shutdown_error() {
     let runtime = runtime();
     let spawner = TokioSpawner::new(runtime.handle().clone());
     runtime.shutdown_background();
-    let err = AbortableNative::builder()
-        .spawn_on(&spawner, |_token| ())
+    let err = tethered::spawn(JobOptions::new().on(spawner.clone()), |_token| ())
         .expect_err("shut down");
     assert!(
         matches!(err, SpawnError::Shutdown { runtime: "tokio" }),
@@ -160,8 +158,7 @@ fn spawn_native_after_shutdown_returns_a_handle_that_reports_the_shutdown() {
         job.join_blocking(),
         Err(NativeError::Cancelled {
             reason: CancelReason::Shutdown,
-            returned: None
-        })
+            returned: None, .. })
     ));
 }
 
@@ -190,7 +187,7 @@ fn a_job_spawned_while_the_runtime_shuts_down_is_refused_or_finishes() {
     impl Drop for SpawnOnDrop {
         fn drop(&mut self) {
             let spawned =
-                AbortableNative::builder().spawn_on(&TokioSpawner::current(), |_token| ());
+                tethered::spawn(JobOptions::new().on(TokioSpawner::current()), |_token| ());
             *self.0.lock().unwrap() = Some(spawned);
         }
     }
@@ -239,8 +236,7 @@ fn a_job_spawned_while_the_runtime_shuts_down_is_refused_or_finishes() {
                         Ok(())
                             | Err(NativeError::Cancelled {
                                 reason: CancelReason::Shutdown,
-                                returned: None
-                            })
+                                returned: None, .. })
                     ),
                     "{flavor}: {result:?}"
                 );
@@ -264,6 +260,10 @@ fn a_panicking_job_is_an_error_and_the_awaiting_task_runs_on() {
     });
     let err = result.expect_err("the job panicked");
     assert!(err.is_panic());
-    assert_eq!(err.to_string(), "native job panicked: job blew up");
+    assert_eq!(err.to_string(), "native job panicked");
+    assert_eq!(
+        std::error::Error::source(&err).unwrap().to_string(),
+        "job blew up"
+    );
     assert_eq!(after, "the task ran on");
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{RUNTIME, runtime};
-use tethered::{CancelToken, NativeError};
+use tethered::{CancelToken, NativeError, Tethered};
 use tethered_test_support::{
     Naive, Probe, XorShift, count_planned_panics, cpu_share_over, report, wait_until,
 };
@@ -229,7 +229,7 @@ async fn one_job(seed: u64, outcomes: Arc<Outcomes>) {
         GiveUp::Timeout(micros) => {
             // Not marked: the cancel happens when tokio's timer fires, and the callback in
             // the closure times it.
-            Some(tethered_tokio::timeout(Duration::from_micros(micros), job).await)
+            Some(job.timeout(Duration::from_micros(micros)).await)
         }
         GiveUp::CancelAndJoin => {
             let _ = started.await;

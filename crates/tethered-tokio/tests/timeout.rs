@@ -8,7 +8,7 @@ use common::{
     RUNTIME, assert_naive_job_leaks, assert_tethered_job_returns, exclusive, runtime,
     wait_until_async,
 };
-use tethered::{CancelReason, NativeError};
+use tethered::{CancelReason, NativeError, Tethered};
 use tethered_test_support::{Naive, RETURN_BOUND};
 
 const DEADLINE: Duration = Duration::from_millis(100);
@@ -21,7 +21,7 @@ fn timeout_stops_a_spinning_closure_within_1s_with_reason_timeout() {
         async |job, probe| {
             // The timer cannot fire before this: the measured time is an upper bound.
             probe.mark_cancel(Instant::now() + DEADLINE);
-            let result = tethered_tokio::timeout(DEADLINE, job).await;
+            let result = job.timeout(DEADLINE).await;
             // The closure was running: the caller stops waiting at once, unless the closure
             // saw the cancel and returned before the timeout looked at the job again.
             assert!(
@@ -29,11 +29,9 @@ fn timeout_stops_a_spinning_closure_within_1s_with_reason_timeout() {
                     result,
                     Err(NativeError::Abandoned {
                         reason: CancelReason::Timeout,
-                        grace: Duration::ZERO
-                    }) | Err(NativeError::Cancelled {
+                        grace: Duration::ZERO, .. }) | Err(NativeError::Cancelled {
                         reason: CancelReason::Timeout,
-                        returned: Some(_)
-                    })
+                        returned: Some(_), .. })
                 ),
                 "{result:?}"
             );
@@ -55,7 +53,7 @@ fn timeout_resolves_at_once_without_waiting_for_the_closure() {
         // A closure that ignores its token until released.
         let job = tethered_tokio::spawn_native(move |_token| stubborn());
         assert!(wait_until_async(RETURN_BOUND, || naive.started() == 1).await);
-        tethered_tokio::timeout(DEADLINE, job).await
+        job.timeout(DEADLINE).await
     });
 
     // The closure runs on: the timeout gave up on it at once.
@@ -82,7 +80,7 @@ fn timeout_returns_the_result_of_a_job_that_finishes_first() {
     let runtime = runtime();
     let result = runtime.block_on(async {
         let job = tethered_tokio::spawn_native(|_token| 6 * 7);
-        tethered_tokio::timeout(Duration::from_secs(60), job).await
+        job.timeout(Duration::from_secs(60)).await
     });
     assert_eq!(result.unwrap(), 42);
 }
@@ -103,7 +101,7 @@ fn timeout_fixes_its_deadline_when_called_not_when_first_polled() {
         .expect("build a runtime");
     let result = runtime.block_on(async {
         let job = tethered_tokio::spawn_native(|token| token.wait());
-        let raced = tethered_tokio::timeout(DEADLINE, job);
+        let raced = job.timeout(DEADLINE);
         // Past the deadline before the first poll (blocking the runtime's only thread on
         // purpose). Fired on the timer's next turn, the timeout wins against a second timeout
         // of half its duration started now, which tokio polls after it; a deadline counted
@@ -115,5 +113,5 @@ fn timeout_fixes_its_deadline_when_called_not_when_first_polled() {
     let Ok(Err(err)) = result else {
         panic!("the inner timeout fired first: {result:?}");
     };
-    assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
 }

@@ -9,7 +9,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
-use tethered::{AbortableNative, NativeError};
+use tethered::{JobOptions, NativeError};
 
 use crate::{PATIENCE, Runtime, bounded};
 
@@ -19,7 +19,7 @@ pub fn spawning_works_on_a_plain_thread<R: Runtime>() {
     bounded("spawning from a plain thread", PATIENCE, || {
         let job = R::spawner()
             .and_then(|spawner| {
-                AbortableNative::builder().spawn_on(&spawner, |_token| {
+                tethered::spawn(JobOptions::new().on(spawner), |_token| {
                     thread::current().name().map(String::from)
                 })
             })

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tethered::{CancelGuard, CancelSource, CancelToken, NativeError};
+use tethered::{CancelGuard, CancelSource, CancelToken, NativeError, Tethered};
 
 use crate::{
     Naive, PATIENCE, Runtime, XorShift, bounded, count_planned_panics, cpu_share_over, report,
@@ -137,7 +137,7 @@ async fn run_job<R: Runtime>(plan: Plan, record: Arc<Record>, spawned: CancelGua
         .detach();
     let result = match plan.give_up {
         GiveUp::AtOnce => return drop(job),
-        GiveUp::Timeout(after) => R::timeout(after, job).await,
+        GiveUp::Timeout(after) => job.timeout(after).await,
         GiveUp::Race(after) => {
             let raced = R::race(async { Some(job.await) }, async {
                 R::sleep(after).await;

@@ -5,7 +5,7 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use tethered::{CancelReason, NativeError};
+use tethered::{CancelReason, NativeError, Tethered};
 
 use crate::{Naive, PATIENCE, Probe, RETURN_BOUND, Runtime, bounded, report};
 
@@ -19,7 +19,7 @@ pub fn cancels_a_spinning_job<R: Runtime>() {
         let job = R::spawn_native(probe.spinning_job());
         probe.wait_started();
         let deadline = Instant::now() + DEADLINE;
-        let result = R::block_on(R::timeout(DEADLINE, job));
+        let result = R::block_on(job.timeout(DEADLINE));
         // The closure was running: the caller stops waiting at once, unless the closure saw
         // the cancel and returned before the timeout looked at the job again.
         assert!(
@@ -27,10 +27,12 @@ pub fn cancels_a_spinning_job<R: Runtime>() {
                 result,
                 Err(NativeError::Abandoned {
                     reason: CancelReason::Timeout,
-                    grace: Duration::ZERO
+                    grace: Duration::ZERO,
+                    ..
                 }) | Err(NativeError::Cancelled {
                     reason: CancelReason::Timeout,
-                    returned: Some(_)
+                    returned: Some(_),
+                    ..
                 })
             ),
             "{result:?}"
@@ -63,8 +65,8 @@ pub fn cancels_a_spinning_job<R: Runtime>() {
 pub fn returns_the_result_when_the_job_finishes_first<R: Runtime>() {
     bounded("a job beating its timeout", PATIENCE, || {
         let job = R::spawn_native(|token| token.is_cancelled());
-        let token = job.token();
-        let result = R::block_on(R::timeout(PATIENCE, job));
+        let token = job.token().clone();
+        let result = R::block_on(job.timeout(PATIENCE));
         assert!(!result.expect("the job finished first"));
         assert!(!token.is_cancelled());
     });
@@ -83,7 +85,7 @@ pub fn resolves_at_once_without_waiting_for_the_closure<R: Runtime>() {
             let job = R::spawn_native(move |_token| stubborn());
             naive.wait_started(1);
             let started = Instant::now();
-            let result = R::block_on(R::timeout(DEADLINE, job));
+            let result = R::block_on(job.timeout(DEADLINE));
             let waited = started.elapsed();
             assert!(matches!(
                 result,
@@ -106,7 +108,7 @@ pub fn resolves_at_once_without_waiting_for_the_closure<R: Runtime>() {
 pub fn the_clock_starts_when_timeout_is_called<R: Runtime>() {
     bounded("a timeout polled after its deadline", PATIENCE, || {
         let job = R::spawn_native(|token| token.wait());
-        let mut deadline = pin!(R::timeout(DEADLINE, job));
+        let mut deadline = pin!(job.timeout(DEADLINE));
         std::thread::sleep(DEADLINE * 2);
         // Polled once, after its deadline passed: it fires on that poll. Had the clock started
         // at the first poll (as `async_std::future::timeout`'s does), it would be pending.
@@ -114,7 +116,7 @@ pub fn the_clock_starts_when_timeout_is_called<R: Runtime>() {
         let Poll::Ready(Err(err)) = first_poll else {
             panic!("the deadline had passed: {first_poll:?}");
         };
-        assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+        assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
     });
 }
 
@@ -122,7 +124,7 @@ pub fn the_clock_starts_when_timeout_is_called<R: Runtime>() {
 pub fn a_timeout_too_large_for_the_clock_never_fires<R: Runtime>() {
     bounded("a timeout of Duration::MAX", PATIENCE, || {
         let job = R::spawn_native(|_token| 7);
-        let result = R::block_on(R::timeout(Duration::MAX, job));
+        let result = R::block_on(job.timeout(Duration::MAX));
         assert_eq!(result.unwrap(), 7);
     });
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_std::prelude::FutureExt;
 use async_std::task::{self, JoinHandle};
-use tethered::{AbortableNative, CancelToken, NativeError, SpawnError};
+use tethered::{AbortableNative, CancelToken, SpawnError};
 use tethered_test_support::Runtime;
 
 /// async-std, with `tethered-async-std`; its naive baseline is `task::spawn_blocking`.
@@ -32,12 +32,6 @@ impl Runtime for AsyncStd {
         Ok(tethered_async_std::AsyncStdSpawner::new())
     }
 
-    fn timeout<T: Send + 'static>(
-        after: Duration,
-        job: AbortableNative<T>,
-    ) -> impl Future<Output = Result<T, NativeError<T>>> + Send {
-        tethered_async_std::timeout(after, job)
-    }
 
     fn spawn_blocking<T, F>(f: F) -> JoinHandle<T>
     where

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use smol::Timer;
-use tethered::{AbortableNative, CancelToken, NativeError, SpawnError};
+use tethered::{AbortableNative, CancelToken, SpawnError};
 use tethered_test_support::Runtime;
 
 /// smol, with `tethered-smol`; its naive baseline is `smol::unblock`.
@@ -31,12 +31,6 @@ impl Runtime for Smol {
         Ok(tethered_smol::SmolSpawner::new())
     }
 
-    fn timeout<T: Send + 'static>(
-        after: Duration,
-        job: AbortableNative<T>,
-    ) -> impl Future<Output = Result<T, NativeError<T>>> + Send {
-        tethered_smol::timeout(after, job)
-    }
 
     fn spawn_blocking<T, F>(f: F) -> smol::Task<T>
     where

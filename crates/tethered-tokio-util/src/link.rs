@@ -46,7 +46,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Links `source` and `token` both ways until the returned guard is dropped: cancelling
 /// `source` cancels `token`, and cancelling `token` cancels `source` with
-/// [`CancelReason::Requested`]. Either way the cancel arrives before the call that cancelled
+/// [`CancelReason::Dropped`] (tokio-util's way to say that the caller gave up). Either way the cancel arrives before the call that cancelled
 /// returns. If one side is already cancelled, the other is cancelled right here.
 ///
 /// The link holds `source` and a clone of `token` until either side is cancelled or the guard
@@ -64,15 +64,15 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 ///
 /// let source = CancelSource::new();
 /// let shutdown = CancellationToken::new();
-/// let link = tethered_tokio::link(&source, &shutdown);
+/// let link = tethered_tokio_util::link(&source, &shutdown);
 ///
 /// shutdown.cancel(); // e.g. a library gives up
-/// assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+/// assert_eq!(source.token().reason(), Some(CancelReason::Dropped));
 /// assert!(!link.is_linked()); // done: the link holds nothing any more
 ///
 /// let source = CancelSource::new();
 /// let shutdown = CancellationToken::new();
-/// let link = tethered_tokio::link(&source, &shutdown);
+/// let link = tethered_tokio_util::link(&source, &shutdown);
 /// drop(link); // unlinked: cancels no longer cross
 /// source.cancel(CancelReason::Timeout);
 /// assert!(!shutdown.is_cancelled());
@@ -99,7 +99,7 @@ pub fn link(source: &CancelSource, token: &CancellationToken) -> CancellationLin
 }
 
 /// A new [`CancelSource`] linked both ways to `token`: cancelling `token` cancels the source
-/// (and its tokens and children) with [`CancelReason::Requested`]; cancelling the source
+/// (and its tokens and children) with [`CancelReason::Dropped`]; cancelling the source
 /// cancels `token`. Either way the cancel arrives before the call that cancelled returns.
 ///
 /// The link lives exactly as long as some handle to the returned source does (a clone of it, a
@@ -111,20 +111,19 @@ pub fn link(source: &CancelSource, token: &CancellationToken) -> CancellationLin
 /// let a job stop without cancelling a shared token, pass [`CancellationToken::child_token`].
 ///
 /// ```
-/// use tethered::{AbortableNative, CancelReason};
-/// use tethered_tokio::TokioSpawner;
+/// use tethered::{CancelReason, JobOptions, Tethered};
 /// use tokio_util::sync::CancellationToken;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let shutdown = CancellationToken::new();
-/// let source = tethered_tokio::cancel_source_from(&shutdown.child_token());
-/// let job = AbortableNative::builder()
-///     .child_of(&source.token())
-///     .spawn_on(&TokioSpawner::current(), |token| token.wait())?; // blocks until cancelled
-/// let token = job.token();
+/// let source = tethered_tokio_util::cancel_source_from(&shutdown.child_token());
+/// let job = tethered_tokio::spawn_native_with(JobOptions::new().child_of(&source.token()), |token| {
+///     token.wait() // blocks until cancelled
+/// })?;
+/// let token = job.token().clone();
 /// shutdown.cancel(); // the application shuts down...
-/// assert_eq!(token.reason(), Some(CancelReason::Requested)); // ...and the job has heard it
+/// assert_eq!(token.reason(), Some(CancelReason::Dropped)); // ...and the job has heard it
 /// let _ = job.await; // resolves promptly: the closure returned, or never started
 /// # Ok(())
 /// # }
@@ -173,7 +172,7 @@ impl CancellationLink {
     /// use tokio_util::sync::CancellationToken;
     ///
     /// let source = CancelSource::new();
-    /// let link = tethered_tokio::link(&source, &CancellationToken::new());
+    /// let link = tethered_tokio_util::link(&source, &CancellationToken::new());
     /// assert!(link.is_linked());
     /// source.cancel(CancelReason::Requested);
     /// assert!(!link.is_linked());
@@ -245,7 +244,7 @@ impl Relay {
         // Invariant 3: outside the lock.
         if let Some(Pending { cancelled, target }) = fired {
             drop(cancelled);
-            target.cancel(CancelReason::Requested);
+            target.cancel(CancelReason::Dropped);
         }
     }
 
@@ -332,7 +331,7 @@ mod tests {
             let token = CancellationToken::new();
             let (source, relay) = cancel_source_with_relay(&token);
             token.cancel();
-            assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+            assert_eq!(source.token().reason(), Some(CancelReason::Dropped));
             assert!(relay.upgrade().is_none(), "a fired relay must free itself");
         });
     }

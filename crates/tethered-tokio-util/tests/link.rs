@@ -1,5 +1,4 @@
-//! The `tokio-util` feature: tethered sources and `CancellationToken`s cancel each other.
-#![cfg(feature = "tokio-util")]
+//! Tethered sources and `CancellationToken`s cancel each other.
 
 mod common;
 
@@ -7,9 +6,10 @@ use std::thread;
 use std::time::Duration;
 
 use common::{RELEASE, RUNTIME, runtime, wait_until_async};
-use tethered::{AbortableNative, CancelReason, CancelSource};
+use tethered::{CancelReason, CancelSource, JobOptions, Tethered};
 use tethered_test_support::{Probe, RETURN_BOUND, report, spin_until};
-use tethered_tokio::{TokioSpawner, cancel_source_from, link};
+use tethered_tokio::TokioSpawner;
+use tethered_tokio_util::{cancel_source_from, link};
 use tokio_util::sync::CancellationToken;
 
 /// Runs a test body on its own thread and fails if it has not finished within [`RELEASE`].
@@ -47,7 +47,7 @@ fn cancelling_the_token_cancels_the_linked_source_before_cancel_returns() {
         let token = CancellationToken::new();
         let _link = link(&source, &token);
         token.cancel();
-        assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+        assert_eq!(source.token().reason(), Some(CancelReason::Dropped));
     });
 }
 
@@ -60,7 +60,7 @@ fn cancelling_a_parent_token_from_another_thread_reaches_the_source() {
         let canceller = thread::spawn(move || parent.cancel());
         assert_eq!(
             source.token().wait_timeout(RETURN_BOUND),
-            Some(CancelReason::Requested)
+            Some(CancelReason::Dropped)
         );
         canceller.join().unwrap();
     });
@@ -80,7 +80,7 @@ fn linking_an_already_cancelled_side_cancels_the_other_at_once() {
         token.cancel();
         let source = CancelSource::new();
         let link_b = link(&source, &token);
-        assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+        assert_eq!(source.token().reason(), Some(CancelReason::Dropped));
         assert!(!link_b.is_linked());
     });
 }
@@ -109,7 +109,7 @@ fn a_source_from_a_token_cancels_both_ways() {
         let token = CancellationToken::new();
         let source = cancel_source_from(&token);
         token.cancel();
-        assert_eq!(source.token().reason(), Some(CancelReason::Requested));
+        assert_eq!(source.token().reason(), Some(CancelReason::Dropped));
 
         let token = CancellationToken::new();
         let source = cancel_source_from(&token);
@@ -138,9 +138,7 @@ fn a_cancellation_token_stops_a_native_job_on_tokio() {
             let probe = probe.clone();
             let shutdown = shutdown.clone();
             async move {
-                let job = AbortableNative::builder()
-                    .child_of(&cancel_source_from(&shutdown.child_token()).token())
-                    .spawn_on(&TokioSpawner::current(), {
+                let job = tethered::spawn(JobOptions::new().child_of(&cancel_source_from(&shutdown.child_token()).token()).on(TokioSpawner::current()), {
                         let probe = probe.clone();
                         move |token| {
                             probe.run_tethered(&token, || spin_until(|| token.is_cancelled()));
@@ -156,8 +154,8 @@ fn a_cancellation_token_stops_a_native_job_on_tokio() {
         });
         // Cancelled while it ran: the stop, with what the closure returned after it.
         let err = result.expect_err("the job was cancelled while its closure ran");
-        assert_eq!(err.cancel_reason(), Some(&CancelReason::Requested));
-        assert_eq!(err.into_returned(), Some(Some(CancelReason::Requested)));
+        assert_eq!(err.cancel_reason(), Some(CancelReason::Dropped));
+        assert_eq!(err.into_returned(), Some(Some(CancelReason::Dropped)));
         report(
             RUNTIME,
             "CancellationToken -> native job",
@@ -176,13 +174,11 @@ fn dropping_a_job_tied_to_a_linked_source_leaves_the_source_and_its_token_alone(
         let source = CancelSource::new();
         let _link = link(&source, &token);
         let job_token = runtime.block_on(async {
-            let job = AbortableNative::builder()
-                .child_of(&source.token())
-                .spawn_on(&TokioSpawner::current(), |t| {
+            let job = tethered::spawn(JobOptions::new().child_of(&source.token()).on(TokioSpawner::current()), |t| {
                     t.wait_timeout(Duration::from_secs(10))
                 })
                 .expect("spawn on a running runtime");
-            let job_token = job.token();
+            let job_token = job.token().clone();
             drop(job); // the awaiting side gives up
             job_token
         });

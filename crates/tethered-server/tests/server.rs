@@ -1,0 +1,231 @@
+//! `Server::run`: every way a run ends shuts everything down within the one deadline, says why,
+//! and never turns a stuck job into a hang.
+
+use std::num::NonZeroUsize;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tethered::{CancelReason, JobOptions, NativeScope};
+use tethered_server::{Server, ShutdownCause, Signal};
+
+/// Signals are process-wide: the tests of this binary take turns.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A job in `scope` that ignores its token until `release` is dropped or sent to, and says
+/// when it started.
+fn stuck_job(scope: &NativeScope, name: &str) -> (mpsc::Sender<()>, mpsc::Receiver<()>) {
+    let (release_tx, release) = mpsc::channel::<()>();
+    let (started_tx, started) = mpsc::channel();
+    tethered::spawn(
+        JobOptions::new().name(name).in_scope(scope),
+        move |_token| {
+            started_tx.send(()).unwrap();
+            let _ = release.recv(); // ignores its token: a leak until released
+        },
+    )
+    .unwrap()
+    .detach();
+    (release_tx, started)
+}
+
+/// Runs `f` on a thread and fails if it has not returned within `limit`: a hang is a failure,
+/// not a test that never ends.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(f()).unwrap());
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("did not return within {limit:?}: a hang"))
+}
+
+#[test]
+fn a_main_that_returns_by_itself_shuts_down_cleanly_and_says_so() {
+    let _serial = serial();
+    let report = within(Duration::from_secs(20), || {
+        let server = Server::new().unwrap();
+        let started = Instant::now();
+        let report = server
+            .run(Duration::from_secs(5), async { Ok::<(), std::io::Error>(()) })
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5), "nothing to wait for");
+        report
+    });
+    assert_eq!(report.cause, ShutdownCause::MainReturned);
+    assert!(report.drained);
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn a_main_that_returns_with_a_stuck_job_is_done_within_the_deadline_and_names_it() {
+    let _serial = serial();
+    let (report, release) = within(Duration::from_secs(20), || {
+        let server = Server::new().unwrap();
+        let scope = server.scope();
+        let (release, started) = stuck_job(&scope, "stuck-render");
+        started.recv().unwrap();
+        let began = Instant::now();
+        let report = server
+            .run(Duration::from_millis(300), async { Ok::<(), std::io::Error>(()) })
+            .unwrap();
+        assert!(
+            began.elapsed() < Duration::from_secs(5),
+            "returned {:?} after a 300 ms deadline",
+            began.elapsed()
+        );
+        (report, release)
+    });
+    assert_eq!(report.cause, ShutdownCause::MainReturned);
+    assert_eq!(report.shutdown.stragglers.len(), 1, "{report}");
+    assert_eq!(
+        report.shutdown.stragglers[0].name.as_deref(),
+        Some("stuck-render")
+    );
+    assert!(report.to_string().contains("stuck-render"), "{report}");
+    drop(release); // the stuck closure returns; nothing is left running
+    tethered::testing::assert_all_returned(Duration::from_secs(10));
+}
+
+#[derive(Debug)]
+struct Failed;
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the listener failed")
+    }
+}
+
+impl std::error::Error for Failed {}
+
+#[test]
+fn a_main_that_fails_gives_its_error_back_with_the_report() {
+    let _serial = serial();
+    let failed = within(Duration::from_secs(20), || {
+        let server = Server::new().unwrap();
+        let token = server.token().clone();
+        let failed = server
+            .run(Duration::from_secs(5), async { Err::<(), _>(Failed) })
+            .unwrap_err();
+        assert_eq!(token.reason(), Some(CancelReason::Shutdown));
+        failed
+    });
+    assert_eq!(failed.report.cause, ShutdownCause::MainReturned);
+    assert_eq!(
+        std::error::Error::source(&failed).unwrap().to_string(),
+        "the listener failed"
+    );
+    assert!(failed.to_string().starts_with("the server's main future failed"));
+}
+
+#[test]
+fn a_main_that_panics_with_a_stuck_job_resumes_the_panic_without_hanging() {
+    let _serial = serial();
+    let release = Arc::new(Mutex::new(None));
+    let keep = release.clone();
+    let panicked = within(Duration::from_secs(20), move || {
+        let server = Server::new().unwrap();
+        let (release, started) = stuck_job(&server.scope(), "stuck");
+        started.recv().unwrap();
+        *keep.lock().unwrap() = Some(release);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            server.run(Duration::from_millis(200), async {
+                panic!("main failed badly");
+                #[allow(unreachable_code)]
+                Ok::<(), std::io::Error>(())
+            })
+        }))
+    });
+    let payload = panicked.expect_err("the panic comes back to the caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"main failed badly"));
+    drop(release.lock().unwrap().take());
+    tethered::testing::assert_all_returned(Duration::from_secs(10));
+}
+
+#[test]
+fn sigterm_begins_the_shutdown_and_the_report_says_so() {
+    let _serial = serial();
+    let report = within(Duration::from_secs(20), || {
+        let server = Server::new().unwrap();
+        let token = server.token().clone();
+        let job_token = Arc::new(Mutex::new(None));
+        let seen = job_token.clone();
+        let scope = server.scope();
+        let report = server
+            .run(Duration::from_secs(5), async move {
+                let job = tethered_tokio::spawn_native_with(
+                    JobOptions::new().in_scope(&scope),
+                    |token| token.wait(),
+                )
+                .unwrap();
+                *seen.lock().unwrap() = Some(tethered::Tethered::token(&job).clone());
+                // The signal, as systemd or Kubernetes would send it.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::SIGTERM)
+                    .unwrap();
+                token.cancelled().await;
+                let stopped = job.await.unwrap_err();
+                assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
+                Ok::<(), std::io::Error>(())
+            })
+            .unwrap();
+        assert_eq!(
+            job_token.lock().unwrap().as_ref().unwrap().reason(),
+            Some(CancelReason::Shutdown)
+        );
+        report
+    });
+    assert_eq!(report.cause, ShutdownCause::Signal(Signal::Terminate));
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn a_scope_of_its_own_keeps_a_second_kind_of_work_from_being_starved() {
+    let _serial = serial();
+    let server = Server::new().unwrap();
+    let mut server = server.with_max_running(NonZeroUsize::new(2).unwrap());
+    let renders = server.scope();
+    let scripts = server.add_scope(NonZeroUsize::new(2).unwrap());
+    // Renders take every slot of their scope and hold it.
+    let held: Vec<_> = (0..2).map(|i| stuck_job(&renders, &format!("render-{i}"))).collect();
+    for (_, started) in &held {
+        started.recv().unwrap();
+    }
+    // A script still runs at once, in a scope with a limit of its own...
+    let handle = server.handle().clone();
+    let answer = handle.block_on(async {
+        tethered_tokio::spawn_native_with(JobOptions::new().in_scope(&scripts), |_| 7)
+            .unwrap()
+            .await
+    });
+    assert_eq!(answer.unwrap(), 7);
+    // ...while a third render waits for a slot of its own scope.
+    let waiting = tethered::spawn(JobOptions::new().in_scope(&renders), |_| ()).unwrap();
+    assert_eq!(renders.stats().queued, 1);
+    drop(waiting);
+    let report = within(Duration::from_secs(20), move || {
+        server
+            .run(Duration::from_millis(200), async { Ok::<(), std::io::Error>(()) })
+            .unwrap()
+    });
+    assert_eq!(report.shutdown.stragglers.len(), 2, "{report}");
+    drop(held);
+    tethered::testing::assert_all_returned(Duration::from_secs(10));
+}
+
+#[test]
+fn a_server_dropped_without_running_cancels_its_jobs_and_does_not_hang() {
+    let _serial = serial();
+    within(Duration::from_secs(20), || {
+        let server = Server::new().unwrap();
+        let scope = server.scope();
+        let (release, started) = stuck_job(&scope, "stuck");
+        started.recv().unwrap();
+        let token = server.token().clone();
+        drop(server);
+        assert_eq!(token.reason(), Some(CancelReason::Shutdown));
+        drop(release);
+    });
+    tethered::testing::assert_all_returned(Duration::from_secs(10));
+}

@@ -34,6 +34,8 @@
 
 mod bounds;
 mod cpu;
+#[cfg(unix)]
+mod fork;
 mod naive;
 mod panics;
 mod probe;
@@ -46,6 +48,8 @@ mod work;
 
 pub use bounds::{PATIENCE, RETURN_BOUND};
 pub use cpu::cpu_share_over;
+#[cfg(unix)]
+pub use fork::in_forked_child;
 pub use naive::Naive;
 pub use panics::count_planned_panics;
 pub use probe::Probe;

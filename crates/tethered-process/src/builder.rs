@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use tethered::{Builder, Completer, NativeScope};
+use tethered::{Completer, ExternalPlacement, JobOptions};
 
 use crate::child::StopPolicy;
 use crate::job::ProcessJob;
@@ -16,27 +16,28 @@ use crate::launch::{Launch, Spec};
 use crate::output::ProcessOutput;
 use crate::signal::StopSignal;
 
-/// The grace period a cancelled child gets between the polite signal and SIGKILL, unless
-/// [`Process::grace`] sets another: 2 seconds.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+/// How long a cancelled child gets between the polite signal and SIGKILL, unless
+/// [`Process::kill_after`] sets another: 2 seconds.
+pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(2);
 
 /// Builds a tethered child process from a [`Command`], then spawns it as a [`ProcessJob`].
 ///
 /// By default the child runs in a process group of its own; a cancel sends SIGTERM to the
-/// group, then SIGKILL if the child is still there [`DEFAULT_GRACE`] later; piped stdout and
-/// stderr are captured (up to [`DEFAULT_CAPTURE_LIMIT`]); one supervisor thread watches every
-/// child.
+/// group, then SIGKILL if the child is still there [`DEFAULT_KILL_AFTER`] later; piped stdout
+/// and stderr are captured (up to [`DEFAULT_CAPTURE_LIMIT`]); one supervisor thread watches
+/// every child.
 ///
 /// ```
 /// use std::process::Command;
 /// use std::time::Duration;
+/// use tethered::Tethered;
 /// use tethered_process::{Process, StopSignal};
 ///
 /// let mut command = Command::new("sleep");
 /// command.arg("60");
 /// let job = Process::new(command)
-///     .grace(Duration::from_millis(500)) // SIGKILL half a second after the polite signal
-///     .polite_signal(StopSignal::Int)    // Ctrl-C rather than SIGTERM
+///     .kill_after(Duration::from_millis(500)) // SIGKILL half a second after the polite signal
+///     .polite_signal(StopSignal::Int)         // Ctrl-C rather than SIGTERM
 ///     .spawn()?;
 /// let stopped = futures_executor::block_on(job.cancel_and_join()).unwrap_err();
 /// // Stopped by the cancel: the error carries the reaped child's output.
@@ -48,13 +49,12 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 #[must_use = "a builder does nothing until one of its spawn methods is called"]
 pub struct Process {
     command: Command,
-    grace: Duration,
+    kill_after: Duration,
     own_group: bool,
     polite: StopSignal,
     capture_limit: usize,
     capture_stdout: bool,
     capture_stderr: bool,
-    job: Option<Builder>,
 }
 
 /// How many bytes of each captured pipe a [`Process`] keeps unless
@@ -66,21 +66,22 @@ impl Process {
     pub fn new(command: Command) -> Process {
         Process {
             command,
-            grace: DEFAULT_GRACE,
+            kill_after: DEFAULT_KILL_AFTER,
             own_group: true,
             polite: StopSignal::Term,
             capture_limit: DEFAULT_CAPTURE_LIMIT,
             capture_stdout: true,
             capture_stderr: true,
-            job: None,
         }
     }
 
-    /// The time between the polite signal and SIGKILL. [`Duration::ZERO`] sends SIGKILL at once;
-    /// [`Duration::MAX`] (or any grace too long to add to an `Instant`) never escalates, so the
-    /// job waits for as long as the child takes to stop.
-    pub fn grace(mut self, grace: Duration) -> Process {
-        self.grace = grace;
+    /// How long a cancelled child gets between the polite signal and SIGKILL.
+    /// [`Duration::ZERO`] sends SIGKILL at once; [`Duration::MAX`] (or any time too long to add
+    /// to an `Instant`) never escalates, so the job waits for as long as the child takes to
+    /// stop. (A job's [`grace`](tethered::JobOptions::grace), by contrast, is how long its
+    /// caller waits after a cancel: give both to bound the wait.)
+    pub fn kill_after(mut self, kill_after: Duration) -> Process {
+        self.kill_after = kill_after;
         self
     }
 
@@ -140,39 +141,15 @@ impl Process {
         self
     }
 
-    /// The options of the job that waits for the child, from the core's [`Builder`]: its name,
-    /// a parent token ([`Builder::child_of`]). Without this, the job is named after the program
-    /// and its pid.
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// use tethered::{AbortableNative, CancelReason, CancelSource};
-    /// use tethered_process::Process;
-    ///
-    /// let request = CancelSource::new();
-    /// let mut command = Command::new("sleep");
-    /// command.arg("60");
-    /// let job = Process::new(command)
-    ///     .job(AbortableNative::builder().name("render").child_of(&request.token()))
-    ///     .spawn()?;
-    /// request.cancel(CancelReason::Shutdown); // the whole request goes away
-    /// let stopped = job.join_blocking().unwrap_err();
-    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
-    /// let output = stopped.into_returned().expect("the reaped child's output");
-    /// assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
-    /// assert!(output.ended.is_stopped());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn job(mut self, job: Builder) -> Process {
-        self.job = Some(job);
-        self
-    }
-
     /// Starts the child, and hands it to the supervisor: the one thread that watches, stops
-    /// and reaps every tethered child of this process (started with the first).
+    /// and reaps every tethered child of this process (started with the first). The job is
+    /// named after the program. The shortcut for [`spawn_with`](Self::spawn_with) with
+    /// `JobOptions::new()`.
     ///
-    /// Starting the child fails at once with its [`io::Error`] (a missing program, a
-    /// permission), or if the supervisor thread cannot be started; either way no child is left.
+    /// # Errors
+    ///
+    /// The child's start error (a missing program, a permission), or the supervisor thread
+    /// that cannot be started; either way no child is left.
     ///
     /// ```
     /// use std::process::Command;
@@ -181,70 +158,67 @@ impl Process {
     /// let err = Process::new(Command::new("/no/such/program")).spawn().unwrap_err();
     /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     /// ```
-    pub fn spawn(mut self) -> io::Result<ProcessJob> {
-        let program = self.program();
-        let mut spec = self.spec();
-        let started = spec.start()?;
-        let job = self
-            .job
-            .take()
-            .unwrap_or_else(|| Builder::new().name(format!("{program} (pid {})", started.pid())));
-        let (native, completer) = job.external();
-        let launch = Launch::new();
-        // On an error the child was killed and reaped, and the job's handle finished stopped.
-        spec.watch(started, completer, &launch)?;
-        launch.hand_out()?;
-        Ok(ProcessJob::new(native, launch))
+    pub fn spawn(self) -> io::Result<ProcessJob> {
+        self.spawn_with(JobOptions::new())
     }
 
-    /// Starts the child in `scope`: the scope cancels it with its other jobs, counts it, and
-    /// names it in its shutdown report while it is being stopped.
-    ///
-    /// [`NativeScope::with_max_running`] bounds the scope's live children: a child is started
-    /// only once the scope has a slot for it, and frees the slot when it is reaped. Until then
-    /// the job waits with no process behind it: [`ProcessJob::pid`] is `None` and its pipes are
-    /// not there yet ([`ProcessJob::started`] waits for them); a job cancelled while it waits
-    /// never starts its child. If a slot is free, the child starts on this thread before this
-    /// returns, as with [`spawn`](Self::spawn).
+    /// Starts the child with [`JobOptions`]: a name (the program's unless given), a deadline
+    /// (the child is stopped at it), a grace (how long the caller waits after a cancel for
+    /// the child to be reaped), the tokens it is a child of, and a placement:
+    /// [`Unplaced`](tethered::Unplaced) starts it now; [`in_scope`](JobOptions::in_scope)
+    /// starts it when the scope has a slot (so
+    /// [`NativeScope::with_max_running`](tethered::NativeScope::with_max_running) bounds how
+    /// many children are alive), and a job cancelled while it waits never starts its child. A
+    /// child runs in its own process, so a placement on a spawner does not compile.
     ///
     /// # Errors
     ///
-    /// The start's error if the child started at once and failed (a missing program), and
-    /// [`SpawnError::ScopeClosed`](tethered::SpawnError::ScopeClosed) (as an [`io::Error`])
-    /// once the scope is shut down. A child that waited for its slot and then fails to start
-    /// resolves its job to `Ok(output)` with [`Ended::NeverStarted`](crate::Ended::NeverStarted).
+    /// For a child started now, its start error (a missing program, a permission), or the
+    /// supervisor thread that cannot be started; either way no child is left. A scope that is
+    /// shut down, or a deadline the timer could not be had for, as an [`io::Error`] whose
+    /// source is the [`SpawnError`](tethered::SpawnError). A child in a scope whose start
+    /// fails later resolves to `Ended::NeverStarted`.
     ///
     /// ```
     /// use std::process::Command;
-    /// use tethered::NativeScope;
+    /// use tethered::{CancelReason, CancelSource, JobOptions};
     /// use tethered_process::Process;
     ///
-    /// let scope = NativeScope::new().with_max_running(1);
-    /// let mut first = Command::new("sleep");
-    /// first.arg("0.2");
-    /// let first = Process::new(first).spawn_in(&scope)?;
-    /// let second = Process::new(Command::new("true")).spawn_in(&scope)?;
-    /// assert!(first.pid().is_some());
-    /// assert_eq!(second.pid(), None); // waits, unspawned, for the slot `first` holds
-    /// assert!(first.join_blocking()?.success());
-    /// assert!(second.join_blocking()?.success());
+    /// let request = CancelSource::new();
+    /// let mut command = Command::new("sleep");
+    /// command.arg("60");
+    /// let options = JobOptions::new().name("render").child_of(&request.token());
+    /// let job = Process::new(command).spawn_with(options)?;
+    /// request.cancel(CancelReason::Shutdown); // the whole request goes away
+    /// let stopped = job.join_blocking().unwrap_err();
+    /// assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
+    /// let output = stopped.into_returned().expect("the reaped child's output");
+    /// assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
+    /// assert!(output.ended.is_stopped());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn spawn_in(mut self, scope: &NativeScope) -> io::Result<ProcessJob> {
-        let program = self.program();
+    ///
+    /// ```compile_fail
+    /// # use tethered::{JobOptions, ThreadSpawner};
+    /// # use tethered_process::Process;
+    /// // A child process runs in its own process: no spawner runs it.
+    /// let options = JobOptions::new().on(ThreadSpawner::new());
+    /// let _ = Process::new(std::process::Command::new("true")).spawn_with(options);
+    /// ```
+    pub fn spawn_with<P: ExternalPlacement>(
+        mut self,
+        options: JobOptions<P>,
+    ) -> io::Result<ProcessJob> {
+        let options = options.named_or(self.program());
         let spec = self.spec();
-        let job = self
-            .job
-            .take()
-            .unwrap_or_else(|| Builder::new().name(program));
         let launch = Launch::new();
         let start = Start {
             spec: Some(spec),
             launch: launch.clone(),
         };
-        let native = job
-            .external_in(scope, move |completer| start.run(completer))
+        let native = tethered::bridge::external(options, move |completer| start.run(completer))
             .map_err(io::Error::other)?;
+        // A child started now that failed to start: its error is the spawn's.
         launch.hand_out()?;
         Ok(ProcessJob::new(native, launch))
     }
@@ -267,7 +241,7 @@ impl Process {
             command,
             own_group: self.own_group,
             policy: StopPolicy {
-                grace: self.grace,
+                kill_after: self.kill_after,
                 polite: self.polite,
             },
             capture_limit: self.capture_limit,

@@ -50,7 +50,7 @@ const MIN_POLL: Duration = Duration::from_millis(1);
 /// How a cancelled child is stopped.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StopPolicy {
-    pub(crate) grace: Duration,
+    pub(crate) kill_after: Duration,
     pub(crate) polite: StopSignal,
 }
 
@@ -98,9 +98,20 @@ pub(crate) struct Watched {
     reaped: Option<(Ended, Instant)>,
     stdout: Option<Pipe>,
     stderr: Option<Pipe>,
-    completer: Option<Completer<ProcessOutput>>,
+    /// Shared with the job's launch, which counts the child idle or running through it (a
+    /// pool's worker); taken out to complete it (invariant 4).
+    completer: SharedCompleter,
     /// Keeps the cancel callback that posts to the supervisor registered.
     cancel_link: Option<CallbackGuard>,
+}
+
+/// A child's completer, shared between the supervisor (which completes it) and the job's
+/// launch (which counts the child idle or running through it).
+pub(crate) type SharedCompleter = Arc<std::sync::Mutex<Option<Completer<ProcessOutput>>>>;
+
+/// Takes the completer out of `shared`, for its completion (or its drop).
+fn take_completer(shared: &SharedCompleter) -> Option<Completer<ProcessOutput>> {
+    shared.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
 impl Watched {
@@ -111,7 +122,8 @@ impl Watched {
         own_group: bool,
         pidfd: Option<OwnedFd>,
         policy: StopPolicy,
-        completer: Completer<ProcessOutput>,
+        completer: SharedCompleter,
+        token: CancelToken,
     ) -> Watched {
         let pid = Pid::from_child(&child);
         let pidfd = pidfd.map(Arc::new);
@@ -133,12 +145,12 @@ impl Watched {
             },
             policy,
             phase: Phase::Waiting,
-            token: completer.token(),
+            token,
             cancelled_at: None,
             reaped: None,
             stdout: None,
             stderr: None,
-            completer: Some(completer),
+            completer,
             cancel_link: None,
         }
     }
@@ -224,7 +236,16 @@ impl Watched {
             return;
         }
         self.cancelled_at = Some(now);
-        self.phase = if self.policy.grace.is_zero() {
+        // A child that exited by itself before the cancel is reaped as such, not signalled:
+        // its end reads `Exited`, whatever the order in which the supervisor learns of the
+        // two (a pidfd made readable by the exit and a cancel in the same turn).
+        if !crate::fault::put_back("process_cancel_before_exit") {
+            self.look(now, false);
+            if self.child.is_none() {
+                return;
+            }
+        }
+        self.phase = if self.policy.kill_after.is_zero() {
             self.target.send(Signal::KILL);
             Phase::Killing
         } else {
@@ -234,7 +255,7 @@ impl Watched {
             self.target.send(Signal::CONT);
             Phase::Stopping {
                 // `None` (never) for a grace too long to add to an `Instant`.
-                deadline: now.checked_add(self.policy.grace),
+                deadline: now.checked_add(self.policy.kill_after),
             }
         };
         self.signalled(now);
@@ -287,7 +308,7 @@ impl Watched {
         };
         // Deregistered before the completion seals the token: nothing posts for this id again.
         drop(self.cancel_link.take());
-        if let Some(completer) = self.completer.take() {
+        if let Some(completer) = take_completer(&self.completer) {
             completer.complete(output);
         }
     }
@@ -364,6 +385,8 @@ impl Drop for Watched {
             self.target.send(Signal::KILL);
             let _ = child.wait();
         }
+        // Finishes the job as stopped (the launch's share does not keep it alive).
+        drop(take_completer(&self.completer));
     }
 }
 

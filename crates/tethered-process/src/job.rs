@@ -1,4 +1,4 @@
-//! [`ProcessJob`]: the handle to a tethered child, and [`CancelAndJoin`].
+//! [`ProcessJob`]: the handle to a tethered child.
 
 use std::fmt;
 use std::future::Future;
@@ -7,7 +7,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tethered::{AbortHandle, AbortableNative, CancelReason, CancelToken, NativeError, Tethered};
+use tethered::{AbortHandle, AbortableNative, CancelToken, JobId, NativeError, Tethered};
 
 use crate::launch::{Launch, StartedFuture};
 use crate::output::ProcessOutput;
@@ -21,12 +21,12 @@ use crate::output::ProcessOutput;
 /// zombie behind. Until the child is reaped (and its captured pipes have ended) the job counts
 /// in [`tethered::stats()`]`.running`; while it waits for its scope's slot, in `queued`.
 ///
-/// It implements [`Tethered`], so each runtime adapter's `timeout`, [`Tethered::cancel_when`]
-/// and scopes take it like any other job.
+/// It implements [`Tethered`]: cancel it, give it a deadline ([`Tethered::cancel_after`]), time
+/// it out ([`Tethered::timeout`]), race it, cancel and join it, like any other job.
 ///
 /// - `Ok(output)`: the child was reaped, and nothing cancelled the job before;
 ///   [`ProcessOutput::ended`] says how it exited.
-/// - `Err(NativeError::Cancelled { reason, returned: Some(output) })`: the job was cancelled
+/// - `Err(NativeError::Cancelled { reason, returned: Some(output), .. })`: the job was cancelled
 ///   (dropped, timed out, a parent token, a scope) and the child was stopped and reaped;
 ///   `output` says how it ended and holds what it wrote until then.
 /// - `Err(NativeError::Cancelled { returned: None, .. })`: the job was cancelled while it
@@ -34,11 +34,11 @@ use crate::output::ProcessOutput;
 /// - `Err(NativeError::Abandoned { .. })`: from a wrapper that stopped waiting (a `timeout`)
 ///   while the child was still being stopped, counted in `stats()` until it is reaped (pass
 ///   `&mut job` to the `timeout` and await `job` afterwards for the output); or, for a job
-///   built with [`Builder::abandon_after`](tethered::Builder::abandon_after), once its grace
-///   has passed.
+///   with a [`grace`](tethered::JobOptions::grace), once the grace has passed.
 ///
 /// ```
 /// use std::process::Command;
+/// use tethered::Tethered;
 /// use tethered_process::Process;
 ///
 /// let mut command = Command::new("sh");
@@ -63,7 +63,7 @@ impl ProcessJob {
     /// The child's process id: always there for a job made by
     /// [`Process::spawn`](crate::Process::spawn), which starts the child before it returns;
     /// `None` while a job waits for a slot in its scope (see
-    /// [`Process::spawn_in`](crate::Process::spawn_in)), or if it never started. Once the job
+    /// [`Process::spawn_with`](crate::Process::spawn_with)), or if it never started. Once the job
     /// has resolved the child is reaped, and the id may name another process: do not signal
     /// it yourself.
     pub fn pid(&self) -> Option<u32> {
@@ -88,81 +88,6 @@ impl ProcessJob {
         StartedFuture {
             launch: self.launch.clone(),
         }
-    }
-
-    /// Whether the job has resolved: the child was reaped (or never started). Awaiting it then
-    /// gives its result at once.
-    pub fn is_finished(&self) -> bool {
-        self.job.is_finished()
-    }
-
-    /// The job's token: cancelled when the job is, with the reason.
-    pub fn token(&self) -> CancelToken {
-        self.job.token()
-    }
-
-    /// Cancels the job with `reason`: the child's group gets the polite signal now, SIGKILL
-    /// after the grace. `true` if this call cancelled it; `false` if it was cancelled already
-    /// or the child has been reaped (then nothing is signalled).
-    pub fn cancel(&self, reason: CancelReason) -> bool {
-        self.job.cancel(reason)
-    }
-
-    /// A cheap, clonable handle that cancels the job from elsewhere (another task, a callback)
-    /// without owning it: the same stop as [`cancel`](Self::cancel).
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// use tethered::CancelReason;
-    /// use tethered_process::Process;
-    ///
-    /// let mut command = Command::new("sleep");
-    /// command.arg("60");
-    /// let job = Process::new(command).spawn()?;
-    /// let abort = job.abort_handle();
-    /// std::thread::spawn(move || abort.cancel(CancelReason::Requested));
-    /// let stopped = job.join_blocking().unwrap_err();
-    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Requested));
-    /// assert!(stopped.returned().is_some_and(|output| output.ended.is_stopped()));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn abort_handle(&self) -> AbortHandle {
-        self.job.abort_handle()
-    }
-
-    /// Cancels with [`CancelReason::Requested`], and returns a future that resolves once the
-    /// child has been reaped: to `Err(NativeError::Cancelled { reason, returned: Some(output) })`
-    /// with the reaped child's output, or to `Ok(output)` if the child had exited and been
-    /// reaped before the cancel.
-    ///
-    /// ```
-    /// use std::io::BufRead;
-    /// use std::process::{Command, Stdio};
-    /// use tethered_process::Process;
-    ///
-    /// let mut command = Command::new("sh");
-    /// // Ignores SIGTERM, and says so once its trap is set.
-    /// command.args(["-c", "trap '' TERM; echo ready; while :; do sleep 1; done"]);
-    /// command.stdout(Stdio::piped());
-    /// let mut job = Process::new(command)
-    ///     .grace(std::time::Duration::from_millis(100))
-    ///     .capture_stdout(false) // this example reads it
-    ///     .spawn()?;
-    /// let mut ready = String::new();
-    /// std::io::BufReader::new(job.take_stdout().unwrap()).read_line(&mut ready)?;
-    /// let stopped = futures_executor::block_on(job.cancel_and_join()).unwrap_err();
-    /// let output = stopped.into_returned().expect("the reaped child's output");
-    /// assert!(output.ended.is_killed()); // SIGTERM ignored, SIGKILL after the grace
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn cancel_and_join(self) -> CancelAndJoin {
-        self.cancel_and_join_with(CancelReason::Requested)
-    }
-
-    /// [`cancel_and_join`](Self::cancel_and_join) with a reason of your choosing.
-    pub fn cancel_and_join_with(self, reason: CancelReason) -> CancelAndJoin {
-        self.cancel(reason);
-        CancelAndJoin { job: self }
     }
 
     /// Blocks the calling thread until the child has been reaped: the twin of `.await` for
@@ -201,32 +126,10 @@ impl ProcessJob {
         self.launch.take_stderr()
     }
 
-    /// Cancels the job with [`CancelReason::Timeout`] once `delay` has passed, unless the
-    /// child was reaped first: the child is then stopped as for any cancel, and awaiting the
-    /// job waits until it is reaped (`Err(NativeError::Cancelled { reason: Timeout, returned:
-    /// Some(output) })`, with what it wrote until then).
-    ///
-    /// # Errors
-    ///
-    /// Only if the crate's timer thread is not running yet and the OS refuses to start it.
-    ///
-    /// ```
-    /// use std::process::Command;
-    /// use std::time::Duration;
-    /// use tethered::CancelReason;
-    /// use tethered_process::Process;
-    ///
-    /// let mut command = Command::new("sleep");
-    /// command.arg("30");
-    /// let job = Process::new(command).spawn()?;
-    /// job.cancel_after(Duration::from_millis(50))?;
-    /// let stopped = job.join_blocking().unwrap_err();
-    /// assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
-    /// assert!(stopped.returned().is_some()); // the reaped child's output
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
-        self.job.cancel_after(delay)
+    /// Counts the child as idle (`true`: a pool's worker between requests) or running in
+    /// [`tethered::stats()`].
+    pub(crate) fn set_idle(&self, idle: bool) {
+        self.launch.set_idle(idle);
     }
 }
 
@@ -240,19 +143,25 @@ impl Future for ProcessJob {
     }
 }
 
+/// A child's job is a tethered handle like any other: cancel it (the child is stopped),
+/// give it a deadline, time it out, race it, cancel and join it.
 impl Tethered for ProcessJob {
     type Value = ProcessOutput;
 
-    fn cancel(&self, reason: CancelReason) -> bool {
-        ProcessJob::cancel(self, reason)
+    fn id(&self) -> JobId {
+        self.job.id()
     }
 
-    fn token(&self) -> CancelToken {
-        ProcessJob::token(self)
+    fn token(&self) -> &CancelToken {
+        self.job.token()
     }
 
-    fn cancel_after(&self, delay: std::time::Duration) -> std::io::Result<()> {
-        ProcessJob::cancel_after(self, delay)
+    fn is_finished(&self) -> bool {
+        self.job.is_finished()
+    }
+
+    fn abort_handle(&self) -> AbortHandle {
+        self.job.abort_handle()
     }
 }
 
@@ -262,20 +171,5 @@ impl fmt::Debug for ProcessJob {
             .field("pid", &self.pid())
             .field("job", &self.job)
             .finish_non_exhaustive()
-    }
-}
-
-/// Resolves once a cancelled child has been reaped; made by [`ProcessJob::cancel_and_join`].
-#[must_use = "futures do nothing unless polled"]
-#[derive(Debug)]
-pub struct CancelAndJoin {
-    job: ProcessJob,
-}
-
-impl Future for CancelAndJoin {
-    type Output = Result<ProcessOutput, NativeError<ProcessOutput>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.job).poll(cx)
     }
 }

@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Waker};
 
 use tethered::Completer;
 
-use crate::child::{StopPolicy, Watched};
+use crate::child::{SharedCompleter, StopPolicy, Watched};
 use crate::output::ProcessOutput;
 use crate::pipe::Pipe;
 use crate::supervisor::Supervisor;
@@ -46,12 +46,6 @@ pub(crate) struct Started {
     child: std::process::Child,
     pidfd: Option<OwnedFd>,
     supervisor: Arc<Supervisor>,
-}
-
-impl Started {
-    pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
-    }
 }
 
 impl Spec {
@@ -87,10 +81,20 @@ impl Spec {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let token = completer.token();
+        let token = completer.token().clone();
         let id = supervisor.next_id();
+        let completer: SharedCompleter = Arc::new(std::sync::Mutex::new(Some(completer)));
+        launch.share(completer.clone());
         // From here on, dropping `watched` kills and reaps the child.
-        let mut watched = Watched::new(id, child, self.own_group, pidfd, self.policy, completer);
+        let mut watched = Watched::new(
+            id,
+            child,
+            self.own_group,
+            pidfd,
+            self.policy,
+            completer,
+            token.clone(),
+        );
         let pid = watched.pid();
         let (stdout, captured_stdout) = match stdout {
             Some(pipe) if self.capture_stdout => (
@@ -154,6 +158,8 @@ struct State {
     error: Option<io::Error>,
     /// Woken when the stage leaves `Waiting`.
     waker: Option<Waker>,
+    /// The started child's completer, shared with the supervisor (see `child.rs`).
+    completer: Option<SharedCompleter>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -173,6 +179,7 @@ impl Launch {
                 stderr: None,
                 close_stdin: false,
                 handed_out: false,
+                completer: None,
                 error: None,
                 waker: None,
             }),
@@ -234,6 +241,22 @@ impl Launch {
     }
 
     /// The job was cancelled (or its scope closed) before the child could start.
+    /// Keeps the started child's completer, to count it idle or running.
+    fn share(&self, completer: SharedCompleter) {
+        self.lock().completer = Some(completer);
+    }
+
+    /// Counts the child idle or running in `tethered::stats()` (a pool's worker between
+    /// requests is idle).
+    pub(crate) fn set_idle(&self, idle: bool) {
+        let shared = self.lock().completer.clone();
+        if let Some(shared) = shared {
+            if let Some(completer) = &*shared.lock().unwrap_or_else(|e| e.into_inner()) {
+                completer.set_idle(idle);
+            }
+        }
+    }
+
     pub(crate) fn never_started(&self) {
         let waker = {
             let mut state = self.lock();

@@ -109,6 +109,7 @@
 mod builder;
 #[cfg(unix)]
 mod child;
+mod fault;
 #[cfg(unix)]
 mod job;
 #[cfg(unix)]
@@ -130,14 +131,14 @@ mod sync;
 mod target;
 
 #[cfg(unix)]
-pub use builder::{DEFAULT_CAPTURE_LIMIT, DEFAULT_GRACE, Process};
+pub use builder::{DEFAULT_CAPTURE_LIMIT, DEFAULT_KILL_AFTER, Process};
 #[cfg(unix)]
-pub use job::{CancelAndJoin, ProcessJob};
+pub use job::ProcessJob;
 #[cfg(unix)]
 pub use launch::StartedFuture;
 pub use output::{Captured, Ended, ProcessOutput};
 #[cfg(unix)]
-pub use pool::{DEFAULT_MAX_FAILURES, Pool, PoolBuilder, PoolShutdown, PoolStats, Worker};
+pub use pool::{DEFAULT_MAX_FAILURES, Pool, PoolBuilder, PoolStats, Worker};
 pub use signal::StopSignal;
 
 // The README's example is a doc test too.

@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Proc, SLACK, busy, median_and_worst, sh_ready, stopped, wait_ready};
-use tethered::CancelReason;
+use tethered::{CancelReason, Tethered};
 use tethered_process::{Ended, Process, ProcessJob};
 
 const RUNS: usize = 20;
@@ -33,7 +33,7 @@ fn cancel_to_gone_times() {
     let mut busy_times = Vec::new();
     for _ in 0..RUNS {
         let job = Process::new(busy())
-            .grace(GRACE)
+            .kill_after(GRACE)
             .spawn()
             .expect("sh starts");
         // Let it get going: a child still being exec'd is not what we measure.
@@ -45,7 +45,7 @@ fn cancel_to_gone_times() {
     let mut stubborn_times = Vec::new();
     for _ in 0..RUNS {
         let mut job = Process::new(sh_ready("trap '' TERM", "while :; do :; done"))
-            .grace(GRACE)
+            .kill_after(GRACE)
             .capture_stdout(false)
             .spawn()
             .expect("sh starts");

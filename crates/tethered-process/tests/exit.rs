@@ -8,7 +8,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 use common::{Proc, sh};
-use tethered::CancelReason;
+use tethered::{CancelReason, JobOptions, Tethered};
 use tethered_process::{Ended, Process};
 
 #[test]
@@ -16,7 +16,7 @@ fn a_child_that_exits_by_itself_reports_its_real_status_and_a_late_cancel_change
     let mut job = Process::new(sh("exit 3")).spawn().expect("sh starts");
     // Gone already if the supervisor reaped it before this looks.
     let child = Proc::try_of(job.pid().expect("started"));
-    let token = job.token();
+    let token = job.token().clone();
     let output = futures_executor::block_on(&mut job).expect("an output");
     assert!(matches!(output.ended, Ended::Exited(_)), "{output:?}");
     assert_eq!(output.status().and_then(|status| status.code()), Some(3));
@@ -67,8 +67,7 @@ fn a_parent_token_cancelled_before_the_spawn_stops_the_child_at_once() {
     let parent = tethered::CancelSource::new();
     parent.cancel(CancelReason::Shutdown);
     let job = Process::new(common::busy())
-        .job(tethered::Builder::new().child_of(&parent.token()))
-        .spawn()
+        .spawn_with(JobOptions::new().child_of(&parent.token()))
         .expect("sh starts");
     // The rescue may have stopped and reaped the child already: then there is none to look at.
     let child = Proc::try_of(job.pid().expect("started"));

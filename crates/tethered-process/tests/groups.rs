@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Proc, SLACK, live_group_members, sh, sh_ready, stopped, wait_ready, wait_until};
-use tethered::CancelReason;
+use tethered::{CancelReason, Tethered};
 use tethered_process::{Ended, Process};
 
 /// Two grandchildren that ignore SIGTERM, under a shell that does not.
@@ -98,7 +98,7 @@ fn a_leader_that_moves_to_another_group_is_still_stopped() {
         .stdout(std::process::Stdio::piped());
     let Ok(mut job) = Process::new(command)
         .capture_stdout(false)
-        .grace(Duration::from_secs(5))
+        .kill_after(Duration::from_secs(5))
         .spawn()
     else {
         eprintln!("python3 is not installed; skipped");

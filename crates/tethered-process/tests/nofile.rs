@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{SLACK, sh, wait_until, zombie_children};
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-use tethered::CancelReason;
+use tethered::{CancelReason, Tethered};
 use tethered_process::Process;
 
 #[test]
@@ -21,7 +21,7 @@ fn children_are_still_stopped_and_reaped_when_poll_cannot_take_the_descriptors()
             let mut command = sh("echo up; exec sleep 600");
             command.stdout(Stdio::piped()).stderr(Stdio::piped());
             Process::new(command)
-                .grace(Duration::from_secs(1))
+                .kill_after(Duration::from_secs(1))
                 .spawn()
                 .expect("sh starts")
         })

@@ -8,6 +8,7 @@ use std::io::Read;
 use std::process::Stdio;
 
 use common::{SLACK, sh};
+use tethered::Tethered;
 use tethered_process::{Ended, Process};
 
 const MIB: u64 = 1024 * 1024;

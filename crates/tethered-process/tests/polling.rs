@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{Proc, SLACK, busy, ignores_term, sh, stopped, wait_until, zombie_children};
-use tethered::CancelReason;
+use tethered::{CancelReason, Tethered};
 use tethered_process::{Ended, Process};
 
 const WATCH_VAR: &str = "TETHERED_PROCESS_WATCH";
@@ -74,7 +74,7 @@ fn polled() {
 
     // One that ignores it is killed after the grace.
     let mut ignoring = Process::new(ignores_term())
-        .grace(Duration::from_millis(200))
+        .kill_after(Duration::from_millis(200))
         .spawn()
         .expect("sh starts");
     std::thread::sleep(Duration::from_millis(100)); // its trap is set

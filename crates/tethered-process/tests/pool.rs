@@ -13,15 +13,16 @@ use std::time::{Duration, Instant};
 
 use common::pool::{WORKER, ask, python, runtime};
 use common::{Proc, SLACK, median_and_worst, wait_until};
-use tethered::{CancelReason, NativeError};
+use std::num::{NonZeroU32, NonZeroUsize};
+use tethered::{CancelReason, NativeError, Tethered};
 use tethered_process::{Pool, Worker};
 
 #[test]
 fn a_busy_turn_dropped_mid_request_stops_its_worker_at_once_and_a_fresh_one_serves_next() {
     let grace = Duration::from_secs(2);
     let pool = Pool::builder(python(WORKER))
-        .size(1)
-        .grace(grace)
+        .size(NonZeroUsize::new(1).unwrap())
+        .kill_after(grace)
         .build()
         .expect("python3 starts");
     let runtime = runtime();
@@ -32,8 +33,8 @@ fn a_busy_turn_dropped_mid_request_stops_its_worker_at_once_and_a_fresh_one_serv
         let pid = pid_rx.recv_timeout(SLACK).expect("a worker takes the turn");
         let worker = Proc::of(pid);
         // The caller gives up: the timeout drops the request during its turn.
-        let timed_out = runtime
-            .block_on(async { tethered_tokio::timeout(Duration::from_millis(20), request).await });
+        let timed_out =
+            runtime.block_on(async { request.timeout(Duration::from_millis(20)).await });
         let dropped = Instant::now();
         assert!(
             timed_out.is_err(),
@@ -60,14 +61,14 @@ fn a_busy_turn_dropped_mid_request_stops_its_worker_at_once_and_a_fresh_one_serv
     assert_eq!(stats.replaced, 50, "{stats:?}");
     assert_eq!(stats.served, 50, "{stats:?}");
     let report = pool.shutdown_blocking(SLACK);
-    assert_eq!(report.still_running, 0);
+    assert_eq!(report.stragglers.len(), 0);
 }
 
 #[test]
 fn a_crash_loop_backs_off_and_gives_up_with_the_reason() {
     let pool = Pool::builder(python("import sys\nsys.exit(3)"))
-        .size(1)
-        .max_failures(4)
+        .size(NonZeroUsize::new(1).unwrap())
+        .max_failures(NonZeroU32::new(4).unwrap())
         .build()
         .expect("python3 starts (and then exits)");
     let started = Instant::now();
@@ -75,10 +76,14 @@ fn a_crash_loop_backs_off_and_gives_up_with_the_reason() {
     match request.join_blocking() {
         // The first worker took it and closed its stdout, or the pool gave up first.
         Ok(Err(err)) => assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof),
-        Err(NativeError::Cancelled {
-            reason: CancelReason::Custom(why),
-            returned: None,
-        }) => assert!(why.contains("gave up"), "{why}"),
+        Err(stopped @ NativeError::Cancelled { .. }) => {
+            assert_eq!(stopped.cancel_reason(), Some(CancelReason::Failed));
+            let why = stopped
+                .cause()
+                .expect("the reason the pool gave up")
+                .to_string();
+            assert!(why.contains("gave up"), "{why}");
+        }
         other => panic!("{other:?}"),
     }
     assert!(wait_until(SLACK, || pool.stats().broken.is_some()));
@@ -91,21 +96,17 @@ fn a_crash_loop_backs_off_and_gives_up_with_the_reason() {
     assert!(why.contains("4 workers in a row"), "{why}");
     // Later requests are refused with the same reason, at once.
     let refused = pool.run(ask(1, None)).join_blocking().unwrap_err();
-    assert!(matches!(
-        refused.cancel_reason(),
-        Some(CancelReason::Custom(reason)) if reason.contains("gave up")
-    ));
+    assert_eq!(refused.cancel_reason(), Some(CancelReason::Failed));
+    assert!(refused.cause().unwrap().to_string().contains("gave up"));
     assert!(wait_until(SLACK, || pool.stats().live == 0));
 }
 
 #[test]
-fn a_missing_program_or_a_zero_size_is_an_error_at_build() {
+fn a_missing_program_is_an_error_at_build() {
     let missing = Pool::builder(|| Command::new("/no/such/worker"))
         .build()
         .unwrap_err();
     assert_eq!(missing.kind(), io::ErrorKind::NotFound);
-    let empty = Pool::builder(python(WORKER)).size(0).build().unwrap_err();
-    assert_eq!(empty.kind(), io::ErrorKind::InvalidInput);
 }
 
 #[test]
@@ -113,7 +114,7 @@ fn a_worker_that_ignores_sigterm_is_killed_after_the_grace() {
     const STUBBORN: &str = "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\nfor line in sys.stdin:\n    while True:\n        pass\n";
     let grace = Duration::from_millis(300);
     let pool = Pool::builder(python(STUBBORN))
-        .grace(grace)
+        .kill_after(grace)
         .build()
         .expect("python3 starts");
     let (pid_tx, pid_rx) = mpsc::channel();
@@ -181,7 +182,7 @@ fn a_worker_that_closes_its_stdout_is_a_clear_error_and_is_replaced() {
     assert!(err.to_string().contains("closed its stdout"), "{err}");
     assert!(wait_until(SLACK, || pool.stats().retired >= 1));
     let report = pool.shutdown_blocking(SLACK);
-    assert_eq!(report.still_running, 0);
+    assert_eq!(report.stragglers.len(), 0);
 }
 
 type Outcomes = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>>>>;
@@ -190,7 +191,7 @@ type Outcomes = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>>>
 /// and every worker is gone.
 fn dropped_with_requests_in_flight(block_on: impl FnOnce(Outcomes) -> Vec<String>) {
     let pool = Pool::builder(python(WORKER))
-        .size(2)
+        .size(NonZeroUsize::new(2).unwrap())
         .build()
         .expect("python3 starts");
     let (pid_tx, pid_rx) = mpsc::channel();
@@ -249,7 +250,7 @@ fn a_command_factory_that_panics_is_a_failed_start_not_a_dead_pool_thread() {
         }
         python(WORKER)()
     })
-    .max_failures(2)
+    .max_failures(NonZeroU32::new(2).unwrap())
     .build()
     .expect("the first worker starts");
     // Its only worker is stopped mid-turn; each replacement's factory panics.
@@ -265,10 +266,7 @@ fn a_command_factory_that_panics_is_a_failed_start_not_a_dead_pool_thread() {
     let why = pool.stats().broken.expect("broken");
     assert!(why.contains("factory panicked: no more workers"), "{why}");
     let refused = pool.run(ask(1, None)).join_blocking().unwrap_err();
-    assert!(matches!(
-        refused.cancel_reason(),
-        Some(CancelReason::Custom(_))
-    ));
+    assert_eq!(refused.cancel_reason(), Some(CancelReason::Failed));
     let report = pool.shutdown_blocking(SLACK);
-    assert_eq!(report.still_running, 0);
+    assert_eq!(report.stragglers.len(), 0);
 }

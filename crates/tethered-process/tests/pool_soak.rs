@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::pool::{WORKER, ask, python, runtime};
 use common::{SLACK, wait_until, zombie_children};
+use std::num::NonZeroUsize;
+use tethered::Tethered;
 use tethered_process::Pool;
 
 #[test]
@@ -16,8 +18,8 @@ fn two_thousand_requests_with_random_drops_and_timeouts_leave_exactly_size_worke
     const SIZE: usize = 4;
     let pool = std::sync::Arc::new(
         Pool::builder(python(WORKER))
-            .size(SIZE)
-            .grace(Duration::from_millis(500))
+            .size(NonZeroUsize::new(SIZE).unwrap())
+            .kill_after(Duration::from_millis(500))
             .build()
             .expect("python3 starts"),
     );
@@ -52,8 +54,7 @@ fn two_thousand_requests_with_random_drops_and_timeouts_leave_exactly_size_worke
                         // A busy turn that times out.
                         1 => {
                             let request = pool.run(ask(-1, None));
-                            let timed_out =
-                                tethered_tokio::timeout(Duration::from_millis(10), request).await;
+                            let timed_out = request.timeout(Duration::from_millis(10)).await;
                             assert!(timed_out.is_err());
                             fates[1] += 1;
                         }
@@ -122,12 +123,10 @@ fn two_thousand_requests_with_random_drops_and_timeouts_leave_exactly_size_worke
         "strays in the workers' groups: {:?}",
         strays()
     );
-    assert_eq!(
-        tethered::stats().running,
-        SIZE,
-        "only the workers' jobs run"
-    );
+    // The workers wait for requests: idle, not running; nothing else runs.
+    let counts = tethered::stats();
+    assert_eq!((counts.running, counts.idle), (0, SIZE), "{counts:?}");
     let report = pool.shutdown_blocking(SLACK);
-    assert_eq!(report.still_running, 0);
+    assert_eq!(report.stragglers.len(), 0);
     assert!(wait_until(SLACK, || common::children().is_empty()));
 }

@@ -8,7 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{Proc, SLACK, busy, sh, stopped, wait_until};
-use tethered::{CancelReason, NativeError, NativeScope};
+use std::num::NonZeroUsize;
+use tethered::{CancelReason, JobOptions, NativeError, NativeScope, Tethered};
 use tethered_process::{Ended, Process};
 
 /// Children of this process whose command line holds `marker`, zombies included.
@@ -26,13 +27,13 @@ fn children_marked(marker: &str) -> Vec<u32> {
 fn the_scopes_limit_bounds_live_children_and_the_others_wait_unspawned() {
     // A marker no other test uses, so that only these children carry it.
     let marker = "limit-marker-4417";
-    let scope = NativeScope::new().with_max_running(2);
+    let scope = NativeScope::new().with_max_running(NonZeroUsize::new(2).unwrap());
     let jobs: Vec<_> = (0..6)
         .map(|_| {
             // Long enough that the first two are still alive when the test looks, however slow
             // the machine is at starting the six.
             Process::new(sh(&format!("sleep 1 # {marker}")))
-                .spawn_in(&scope)
+                .spawn_with(JobOptions::new().in_scope(&scope))
                 .expect("sh starts")
         })
         .collect();
@@ -61,10 +62,12 @@ fn the_scopes_limit_bounds_live_children_and_the_others_wait_unspawned() {
 #[test]
 fn a_job_cancelled_while_it_waits_for_a_slot_never_starts_its_child() {
     let marker = "never-started-8812";
-    let scope = NativeScope::new().with_max_running(1);
-    let first = Process::new(busy()).spawn_in(&scope).expect("sh starts");
+    let scope = NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
+    let first = Process::new(busy())
+        .spawn_with(JobOptions::new().in_scope(&scope))
+        .expect("sh starts");
     let waiting = Process::new(sh(&format!("sleep 60 # {marker}")))
-        .spawn_in(&scope)
+        .spawn_with(JobOptions::new().in_scope(&scope))
         .expect("queued");
     assert_eq!(waiting.pid(), None);
     let started = waiting.started();
@@ -74,6 +77,7 @@ fn a_job_cancelled_while_it_waits_for_a_slot_never_starts_its_child() {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: None,
+            ..
         }) => {}
         other => panic!("expected a stop with nothing returned: {other:?}"),
     }
@@ -89,16 +93,16 @@ fn a_job_cancelled_while_it_waits_for_a_slot_never_starts_its_child() {
 
 #[test]
 fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
-    let scope = NativeScope::new().with_max_running(1);
+    let scope = NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
     let first = Process::new(sh("sleep 0.5"))
-        .spawn_in(&scope)
+        .spawn_with(JobOptions::new().in_scope(&scope))
         .expect("sh starts");
     let mut cat = std::process::Command::new("cat");
     cat.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped());
     let mut second = Process::new(cat)
         .capture_stdout(false)
-        .spawn_in(&scope)
+        .spawn_with(JobOptions::new().in_scope(&scope))
         .expect("queued");
     assert!(
         second.take_stdin().is_none(),
@@ -120,12 +124,12 @@ fn a_waiting_job_starts_when_a_slot_frees_and_then_has_its_pid_and_pipes() {
 
 #[test]
 fn a_waiting_child_that_cannot_start_resolves_to_never_started() {
-    let scope = NativeScope::new().with_max_running(1);
+    let scope = NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
     let first = Process::new(sh("sleep 1"))
-        .spawn_in(&scope)
+        .spawn_with(JobOptions::new().in_scope(&scope))
         .expect("sh starts");
     let missing = Process::new(std::process::Command::new("/no/such/program"))
-        .spawn_in(&scope)
+        .spawn_with(JobOptions::new().in_scope(&scope))
         .expect("queued: its start comes later");
     let output = missing.join_blocking().expect("the job ran its start");
     assert!(
@@ -136,7 +140,7 @@ fn a_waiting_child_that_cannot_start_resolves_to_never_started() {
     first.join_blocking().expect("sleep ends");
     // A start that fails at once is the spawn's error, as for `spawn`.
     let err = Process::new(std::process::Command::new("/no/such/program"))
-        .spawn_in(&scope)
+        .spawn_with(JobOptions::new().in_scope(&scope))
         .unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
     assert!(scope.is_empty());
@@ -148,8 +152,8 @@ fn cancelling_the_scope_stops_every_child() {
     let jobs: Vec<_> = (0..4)
         .map(|_| {
             Process::new(busy())
-                .grace(Duration::from_secs(2))
-                .spawn_in(&scope)
+                .kill_after(Duration::from_secs(2))
+                .spawn_with(JobOptions::new().in_scope(&scope))
                 .expect("sh starts")
         })
         .collect();

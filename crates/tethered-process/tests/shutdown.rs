@@ -35,7 +35,7 @@ fn dropping_a_tokio_runtime_with_busy_children_returns_and_they_are_gone() {
         let pids_tx = pids_tx.clone();
         runtime.spawn(async move {
             let job = Process::new(busy())
-                .grace(GRACE)
+                .kill_after(GRACE)
                 .spawn()
                 .expect("sh starts");
             pids_tx
@@ -69,7 +69,7 @@ fn dropping_a_smol_executor_with_busy_children_stops_them() {
     let mut children = Vec::new();
     for _ in 0..3 {
         let job = Process::new(busy())
-            .grace(GRACE)
+            .kill_after(GRACE)
             .spawn()
             .expect("sh starts");
         children.push(Proc::of(job.pid().expect("started")));
@@ -92,7 +92,7 @@ fn dropping_a_smol_executor_with_busy_children_stops_them() {
 #[test]
 fn cancelling_an_async_std_task_stops_its_child() {
     let job = Process::new(busy())
-        .grace(GRACE)
+        .kill_after(GRACE)
         .spawn()
         .expect("sh starts");
     let child = Proc::of(job.pid().expect("started"));

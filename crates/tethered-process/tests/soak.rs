@@ -10,7 +10,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{SLACK, sh, thread_count, wait_until, zombie_children};
-use tethered::{CancelReason, NativeError, NativeScope};
+use std::num::NonZeroUsize;
+use tethered::{CancelReason, JobOptions, NativeError, NativeScope, Tethered};
 use tethered_process::Process;
 
 const CHILDREN: u64 = 500;
@@ -52,7 +53,8 @@ fn five_hundred_children_cancelled_at_random_leave_nothing_behind() {
         .build()
         .expect("a tokio runtime");
     // A scope with two slots: waiters queue in it, and some are cancelled there (rescued).
-    let scope = std::sync::Arc::new(NativeScope::new().with_max_running(2));
+    let scope =
+        std::sync::Arc::new(NativeScope::new().with_max_running(NonZeroUsize::new(2).unwrap()));
     let mut fates = [0u32; 6];
     runtime.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();
@@ -69,7 +71,7 @@ fn five_hundred_children_cancelled_at_random_leave_nothing_behind() {
             let fate = rng.below(6) as usize;
             fates[fate] += 1;
             let delay = Duration::from_millis(rng.below(15));
-            let process = Process::new(sh(script)).grace(Duration::from_millis(30));
+            let process = Process::new(sh(script)).kill_after(Duration::from_millis(30));
             let scope = scope.clone();
             tasks.spawn(async move {
                 match fate {
@@ -84,7 +86,7 @@ fn five_hundred_children_cancelled_at_random_leave_nothing_behind() {
                     // Behind a timeout.
                     2 => {
                         let job = process.spawn().expect("sh starts");
-                        let _ = tethered_tokio::timeout(delay, job).await;
+                        let _ = job.timeout(delay).await;
                     }
                     // Cancelled and joined.
                     3 => {
@@ -96,6 +98,7 @@ fn five_hundred_children_cancelled_at_random_leave_nothing_behind() {
                             Err(NativeError::Cancelled {
                                 reason: CancelReason::Timeout,
                                 returned: Some(_),
+                                ..
                             }) => {}
                             Err(err) => panic!("no output after the cancel: {err:?}"),
                         }
@@ -108,7 +111,9 @@ fn five_hundred_children_cancelled_at_random_leave_nothing_behind() {
                     }
                     // Queued in a full scope, dropped later (maybe before its waiter ran).
                     _ => {
-                        let job = process.spawn_in(&scope).expect("sh starts");
+                        let job = process
+                            .spawn_with(JobOptions::new().in_scope(&scope))
+                            .expect("sh starts");
                         tokio::time::sleep(delay).await;
                         drop(job);
                     }

@@ -8,7 +8,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 use common::{Proc, SLACK, busy, ignores_term, sh_ready, stopped, wait_ready, wait_until};
-use tethered::CancelReason;
+use tethered::{CancelReason, Tethered};
 use tethered_process::{Ended, Process, ProcessOutput, StopSignal};
 
 #[test]
@@ -28,7 +28,7 @@ fn a_child_that_stops_on_sigterm_ends_as_stopped_and_is_reaped() {
 fn a_child_that_ignores_sigterm_is_killed_after_the_grace_not_before() {
     let grace = Duration::from_millis(500);
     let mut job = Process::new(sh_ready("trap '' TERM", "while :; do :; done"))
-        .grace(grace)
+        .kill_after(grace)
         .capture_stdout(false)
         .spawn()
         .expect("sh starts");
@@ -57,7 +57,7 @@ fn a_child_that_ignores_sigterm_is_killed_after_the_grace_not_before() {
 #[test]
 fn a_zero_grace_kills_at_once() {
     let job = Process::new(ignores_term())
-        .grace(Duration::ZERO)
+        .kill_after(Duration::ZERO)
         .spawn()
         .expect("sh starts");
     let output = job.cancel_and_join().stopped_blocking();
@@ -72,7 +72,7 @@ fn a_grace_of_duration_max_never_escalates() {
         "trap 'sleep 0.3; exit 0' TERM",
         "while :; do sleep 0.01; done",
     ))
-    .grace(Duration::MAX)
+    .kill_after(Duration::MAX)
     .capture_stdout(false)
     .spawn()
     .expect("sh starts");
@@ -118,7 +118,7 @@ fn a_stopped_child_gets_sigcont_and_acts_on_the_polite_signal() {
 fn dropping_the_job_cancels_with_dropped_and_reaps_the_child() {
     let job = Process::new(busy()).spawn().expect("sh starts");
     let child = Proc::of(job.pid().expect("started"));
-    let token = job.token();
+    let token = job.token().clone();
     drop(job);
     assert_eq!(token.reason(), Some(CancelReason::Dropped));
     assert!(wait_until(SLACK, || !child.exists()));

@@ -73,7 +73,7 @@ fn a_thousand_live_children_add_a_bounded_number_of_threads_and_all_go_when_drop
                     command.stdout(Stdio::null());
                 }
                 let job = Process::new(command)
-                    .grace(Duration::from_secs(2))
+                    .kill_after(Duration::from_secs(2))
                     .spawn()
                     .expect("sh starts");
                 pids_tx.send(job.pid()).expect("the test listens");

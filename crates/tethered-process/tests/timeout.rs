@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Proc, SLACK, busy, stopped, wait_until};
-use tethered::{CancelReason, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError, Tethered};
 use tethered_process::{Process, ProcessJob, ProcessOutput};
 
 const GRACE: Duration = Duration::from_secs(2);
@@ -28,11 +28,11 @@ fn stops_behind_timeout(
     run_behind_timeout: impl FnOnce(ProcessJob) -> Result<ProcessOutput, NativeError<ProcessOutput>>,
 ) {
     let job = Process::new(command)
-        .grace(GRACE)
+        .kill_after(GRACE)
         .spawn()
         .expect("sh starts");
     let child = Proc::of(job.pid().expect("started"));
-    let token: CancelToken = job.token();
+    let token: CancelToken = job.token().clone();
     assert!(child.is_running());
 
     let result = run_behind_timeout(job);
@@ -43,10 +43,12 @@ fn stops_behind_timeout(
             result,
             Err(NativeError::Abandoned {
                 reason: CancelReason::Timeout,
-                grace: Duration::ZERO
+                grace: Duration::ZERO,
+                ..
             }) | Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
-                returned: Some(_)
+                returned: Some(_),
+                ..
             })
         ),
         "{result:?}"
@@ -67,21 +69,19 @@ fn tokio_timeout_stops_and_reaps_a_busy_child() {
         .build()
         .expect("a tokio runtime");
     stops_behind_timeout(busy(), |job| {
-        runtime.block_on(async { tethered_tokio::timeout(PATIENCE, job).await })
+        runtime.block_on(async { job.timeout(PATIENCE).await })
     });
 }
 
 #[test]
 fn smol_timeout_stops_and_reaps_a_busy_child() {
-    stops_behind_timeout(busy(), |job| {
-        smol::block_on(tethered_smol::timeout(PATIENCE, job))
-    });
+    stops_behind_timeout(busy(), |job| smol::block_on(job.timeout(PATIENCE)));
 }
 
 #[test]
 fn async_std_timeout_stops_and_reaps_a_busy_child() {
     stops_behind_timeout(busy(), |job| {
-        async_std::task::block_on(tethered_async_std::timeout(PATIENCE, job))
+        async_std::task::block_on(job.timeout(PATIENCE))
     });
 }
 
@@ -93,13 +93,13 @@ fn a_busy_child_behind_a_timeout_on_a_tokio_runtime_is_stopped() {
         .build()
         .expect("a tokio runtime");
     let job = Process::new(busy())
-        .grace(GRACE)
+        .kill_after(GRACE)
         .spawn()
         .expect("sh starts");
     let child = Proc::of(job.pid().expect("started"));
-    let result = runtime.block_on(async { tethered_tokio::timeout(PATIENCE, job).await });
+    let result = runtime.block_on(async { job.timeout(PATIENCE).await });
     let err = result.expect_err("the busy child never ends by itself");
-    assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
     assert!(wait_until(GRACE + SLACK, || !child.exists()));
 }
 
@@ -111,17 +111,18 @@ fn a_timeout_on_a_borrowed_job_answers_at_the_deadline_and_the_job_then_gives_th
         .build()
         .expect("a tokio runtime");
     let mut job = Process::new(busy())
-        .grace(GRACE)
+        .kill_after(GRACE)
         .spawn()
         .expect("sh starts");
     let child = Proc::of(job.pid().expect("started"));
     let output = runtime.block_on(async {
-        match tethered_tokio::timeout(PATIENCE, &mut job).await {
+        match (&mut job).timeout(PATIENCE).await {
             // Answered at the deadline, the child still being stopped: the handle is still
             // ours, and awaiting it waits for the reap.
             Err(NativeError::Abandoned {
                 reason: CancelReason::Timeout,
                 grace,
+                ..
             }) => {
                 assert_eq!(grace, Duration::ZERO);
                 stopped(CancelReason::Timeout, job.await)
@@ -139,11 +140,11 @@ fn a_timeout_on_a_borrowed_job_answers_at_the_deadline_and_the_job_then_gives_th
 #[test]
 fn cancel_after_stops_the_child_at_the_deadline_and_the_job_gives_the_reaped_output() {
     let job = Process::new(busy())
-        .grace(GRACE)
+        .kill_after(GRACE)
         .spawn()
         .expect("sh starts");
     let child = Proc::of(job.pid().expect("started"));
-    let token = job.token();
+    let token = job.token().clone();
     job.cancel_after(PATIENCE).expect("the timer runs");
     assert!(
         token.deadline().is_some(),
@@ -160,7 +161,7 @@ fn cancel_after_leaves_a_child_that_exits_first_alone() {
     let job = Process::new(common::sh("exit 5"))
         .spawn()
         .expect("sh starts");
-    let token = job.token();
+    let token = job.token().clone();
     job.cancel_after(SLACK).expect("the timer runs");
     let output = job.join_blocking().expect("it exits by itself");
     assert!(output.ended.is_exited());
@@ -173,7 +174,7 @@ fn smol_timeout_on_a_job_that_finished_first_returns_its_output() {
     let job = Process::new(common::sh("exit 4"))
         .spawn()
         .expect("sh starts");
-    let output = smol::block_on(tethered_smol::timeout(SLACK, job)).expect("it exits by itself");
+    let output = smol::block_on(job.timeout(SLACK)).expect("it exits by itself");
     assert!(output.ended.is_exited());
     assert_eq!(output.status().and_then(|status| status.code()), Some(4));
 }

@@ -93,11 +93,7 @@ pub struct ServerError<E> {
 
 impl<E> fmt::Display for ServerError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the server's main future failed; {}",
-            self.report
-        )
+        write!(f, "the server's main future failed; {}", self.report)
     }
 }
 

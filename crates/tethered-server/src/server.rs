@@ -152,11 +152,7 @@ impl Server {
     /// ```
     pub fn add_scope(&mut self, max_running: NonZeroUsize) -> Arc<NativeScope> {
         let runtime = self.runtime.as_ref().expect("held until `run`");
-        let scope = Arc::new(new_scope(
-            runtime.handle(),
-            &self.token,
-            Some(max_running),
-        ));
+        let scope = Arc::new(new_scope(runtime.handle(), &self.token, Some(max_running)));
         self.parts.push(scope.clone());
         scope
     }
@@ -217,9 +213,7 @@ impl Server {
                         return Some(joined);
                     }
                     match began.checked_add(grace) {
-                        Some(until) => tokio::time::timeout_at(until.into(), &mut main)
-                            .await
-                            .ok(),
+                        Some(until) => tokio::time::timeout_at(until.into(), &mut main).await.ok(),
                         None => Some((&mut main).await),
                     }
                 };
@@ -294,9 +288,9 @@ impl Drop for RuntimeGuard {
         let Some(runtime) = self.runtime.take() else {
             return;
         };
-        let left = self
-            .deadline
-            .map_or(Duration::ZERO, |until| until.saturating_duration_since(Instant::now()));
+        let left = self.deadline.map_or(Duration::ZERO, |until| {
+            until.saturating_duration_since(Instant::now())
+        });
         runtime.shutdown_timeout(left);
     }
 }

@@ -48,9 +48,14 @@ fn a_main_that_returns_by_itself_shuts_down_cleanly_and_says_so() {
         let server = Server::new().unwrap();
         let started = Instant::now();
         let report = server
-            .run(Duration::from_secs(5), async { Ok::<(), std::io::Error>(()) })
+            .run(Duration::from_secs(5), async {
+                Ok::<(), std::io::Error>(())
+            })
             .unwrap();
-        assert!(started.elapsed() < Duration::from_secs(5), "nothing to wait for");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "nothing to wait for"
+        );
         report
     });
     assert_eq!(report.cause, ShutdownCause::MainReturned);
@@ -68,7 +73,9 @@ fn a_main_that_returns_with_a_stuck_job_is_done_within_the_deadline_and_names_it
         started.recv().unwrap();
         let began = Instant::now();
         let report = server
-            .run(Duration::from_millis(300), async { Ok::<(), std::io::Error>(()) })
+            .run(Duration::from_millis(300), async {
+                Ok::<(), std::io::Error>(())
+            })
             .unwrap();
         assert!(
             began.elapsed() < Duration::from_secs(5),
@@ -116,7 +123,11 @@ fn a_main_that_fails_gives_its_error_back_with_the_report() {
         std::error::Error::source(&failed).unwrap().to_string(),
         "the listener failed"
     );
-    assert!(failed.to_string().starts_with("the server's main future failed"));
+    assert!(
+        failed
+            .to_string()
+            .starts_with("the server's main future failed")
+    );
 }
 
 #[test]
@@ -188,7 +199,9 @@ fn a_scope_of_its_own_keeps_a_second_kind_of_work_from_being_starved() {
     let renders = server.scope();
     let scripts = server.add_scope(NonZeroUsize::new(2).unwrap());
     // Renders take every slot of their scope and hold it.
-    let held: Vec<_> = (0..2).map(|i| stuck_job(&renders, &format!("render-{i}"))).collect();
+    let held: Vec<_> = (0..2)
+        .map(|i| stuck_job(&renders, &format!("render-{i}")))
+        .collect();
     for (_, started) in &held {
         started.recv().unwrap();
     }
@@ -206,7 +219,9 @@ fn a_scope_of_its_own_keeps_a_second_kind_of_work_from_being_starved() {
     drop(waiting);
     let report = within(Duration::from_secs(20), move || {
         server
-            .run(Duration::from_millis(200), async { Ok::<(), std::io::Error>(()) })
+            .run(Duration::from_millis(200), async {
+                Ok::<(), std::io::Error>(())
+            })
             .unwrap()
     });
     assert_eq!(report.shutdown.stragglers.len(), 2, "{report}");
@@ -228,4 +243,87 @@ fn a_server_dropped_without_running_cancels_its_jobs_and_does_not_hang() {
         drop(release);
     });
     tethered::testing::assert_all_returned(Duration::from_secs(10));
+}
+
+/// A worker that answers each line, and one that ignores SIGTERM.
+fn python(script: &'static str) -> impl Fn() -> std::process::Command + Send + Sync + 'static {
+    move || {
+        let mut command = std::process::Command::new("python3");
+        command.args(["-u", "-c", script]);
+        command
+    }
+}
+
+#[test]
+fn a_pool_is_stopped_within_the_same_deadline_and_reported() {
+    let _serial = serial();
+    let report = within(Duration::from_secs(30), || {
+        let mut server = Server::new().unwrap();
+        let pool = tethered_process::Pool::builder(python(
+            "import sys\nfor line in sys.stdin: print(line.strip(), flush=True)",
+        ))
+        .size(NonZeroUsize::new(2).unwrap())
+        .build()
+        .unwrap();
+        // The second worker starts on its seat's thread: wait for it.
+        let until = Instant::now() + Duration::from_secs(10);
+        while pool.stats().live < 2 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        server.add(pool);
+        server
+            .run(Duration::from_secs(5), async {
+                Ok::<(), std::io::Error>(())
+            })
+            .unwrap()
+    });
+    assert_eq!(
+        report.shutdown.cancelled, 2,
+        "two workers stopped: {report}"
+    );
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn a_pool_worker_that_will_not_stop_is_named_in_the_report() {
+    let _serial = serial();
+    let report = within(Duration::from_secs(30), || {
+        let mut server = Server::new().unwrap();
+        let pool = tethered_process::Pool::builder(python(
+            "import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\nfor line in sys.stdin: pass",
+        ))
+        .kill_after(Duration::from_secs(3))
+        .build()
+        .unwrap();
+        // Past its start: it ignores SIGTERM from here on.
+        let ready = pool.run(|worker| worker.read_line()).join_blocking();
+        assert_eq!(ready.unwrap().unwrap(), "ready");
+        server.add(pool);
+        let began = Instant::now();
+        let report = server
+            .run(Duration::from_millis(300), async {
+                Ok::<(), std::io::Error>(())
+            })
+            .unwrap();
+        assert!(
+            began.elapsed() < Duration::from_secs(3),
+            "the deadline held"
+        );
+        report
+    });
+    assert_eq!(report.shutdown.stragglers.len(), 1, "{report}");
+    assert_eq!(
+        report.shutdown.stragglers[0].name.as_deref(),
+        Some("pool worker 1"),
+        "{report}"
+    );
+    // The worker gets its SIGKILL after its own 3 s; nothing is left running then.
+    assert!(
+        (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            tethered::stats().running == 0
+        }),
+        "{:?}",
+        tethered::stats()
+    );
 }

@@ -9,9 +9,13 @@
 //!   [`Completer`](crate::Completer).
 //! - [`catch_panic`] and [`drop_contained`]: the crate's own panic containment, for code that
 //!   runs user code on a thread that must not unwind.
+//! - [`PerProcess`]: a process-wide value (a supervisor thread) that a forked child makes
+//!   afresh.
+//! - [`error_chain`]: an error and its sources in one line.
 
 pub use crate::contain::{catch_panic, drop_contained};
 pub use crate::native::external;
+pub use crate::per_process::PerProcess;
 
 use crate::native::AbortableNative;
 use crate::options::{JobOptions, Placement};

@@ -314,7 +314,11 @@ where
             drop(member);
             if self.failed.is_none() {
                 if let Some(message) = failure(&result) {
-                    self.fail(GroupFailure { job: id, name, message });
+                    self.fail(GroupFailure {
+                        job: id,
+                        name,
+                        message,
+                    });
                 }
             }
             return Poll::Ready(Some((id, result)));

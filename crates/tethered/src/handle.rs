@@ -246,7 +246,36 @@ pub trait Tethered: Future<Output = Result<Self::Value, NativeError<Self::Value>
     where
         Self: Sized,
     {
-        self.cancel(CancelReason::Requested);
+        self.cancel_and_join_with(CancelReason::Requested)
+    }
+
+    /// [`cancel_and_join`](Self::cancel_and_join) with a reason of your choosing, e.g.
+    /// [`CancelReason::Timeout`] when a deadline passed and the work's partial result is still
+    /// wanted.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use tethered::{AbortableNative, CancelReason, Tethered};
+    ///
+    /// let (started_tx, started) = mpsc::channel();
+    /// let job = AbortableNative::spawn(move |token| {
+    ///     started_tx.send(()).unwrap();
+    ///     let mut steps = 0u64;
+    ///     while !token.is_cancelled() {
+    ///         steps += 1;
+    ///     }
+    ///     (steps, token.reason()) // a partial result that says why it stopped
+    /// });
+    /// started.recv().unwrap();
+    /// let err = futures_executor::block_on(job.cancel_and_join_with(CancelReason::Timeout));
+    /// let (_steps, why) = err.unwrap_err().into_returned().unwrap();
+    /// assert_eq!(why, Some(CancelReason::Timeout));
+    /// ```
+    fn cancel_and_join_with(self, reason: CancelReason) -> CancelAndJoin<Self>
+    where
+        Self: Sized,
+    {
+        self.cancel(reason);
         CancelAndJoin { handle: self }
     }
 }

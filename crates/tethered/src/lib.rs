@@ -159,6 +159,7 @@ mod job_id;
 mod native;
 mod options;
 mod panic;
+mod per_process;
 mod queue;
 mod reason;
 mod report;

@@ -226,6 +226,27 @@ impl<P> JobOptions<P> {
         self
     }
 
+    /// The name given with [`name`](Self::name), or else `default`: for an entry point that
+    /// names its jobs (a child process after its program, a pool's requests) unless the caller
+    /// did.
+    ///
+    /// ```
+    /// use tethered::JobOptions;
+    ///
+    /// let job = tethered::spawn(JobOptions::new().named_or("fallback"), |_| ())?;
+    /// assert_eq!(job.name(), Some("fallback"));
+    /// let job2 = tethered::spawn(JobOptions::new().name("mine").named_or("fallback"), |_| ())?;
+    /// assert_eq!(job2.name(), Some("mine"));
+    /// # job.join_blocking()?; job2.join_blocking()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn named_or(mut self, default: impl Into<Arc<str>>) -> Self {
+        if self.name.is_none() {
+            self.name = Some(default.into());
+        }
+        self
+    }
+
     /// Cancels the job with [`CancelReason::Timeout`](crate::CancelReason::Timeout) `timeout`
     /// after it is started (queued time counts), unless it finished first. The job's token
     /// carries the deadline ([`CancelToken::deadline`]), for the job to pass on to work it

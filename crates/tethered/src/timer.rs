@@ -18,20 +18,20 @@
 //!    queued, and the next `schedule` tries again (no poisoned `Once`).
 //! 3. Fork: after `fork()` only the forking thread exists in the child, so the parent's timer
 //!    is a ghost there (its thread is gone, and its lock may have been held by a thread that
-//!    no longer exists). Each process therefore has a timer of its own, found by its pid in a
-//!    list that only grows ([`timer`]); a process never touches another's timer, not even its
-//!    lock: an entry scheduled before a fork and dropped after it in the child is forgotten,
-//!    not removed. So a forked child (gunicorn's preload, `multiprocessing`'s fork, a daemon)
-//!    starts a timer of its own on first use. A child whose pid equals that of an ancestor
-//!    which forked it earlier and has since exited (pid reuse across generations) would take
-//!    that ancestor's ghost for its own; that takes a pid to come around within one lineage.
+//!    no longer exists). Each process therefore has a timer of its own ([`PerProcess`]); a
+//!    process never touches another's timer, not even its lock: an entry scheduled before a
+//!    fork and dropped after it in the child is forgotten, not removed. So a forked child
+//!    (gunicorn's preload, `multiprocessing`'s fork, a daemon) starts a timer of its own on
+//!    first use.
 //!
 //! Under `--cfg tethered_loom` this module uses `std` primitives (a process-wide thread cannot
 //! be part of a loom model); no model schedules a deadline.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use crate::per_process::PerProcess;
 use std::time::Instant;
 
 use crate::contain::{drop_contained, run_contained};
@@ -53,36 +53,13 @@ struct Timer {
     changed: Condvar,
 }
 
-/// One process's timer, in a list of every process's this memory has been forked from
-/// (invariant 3).
-struct Node {
-    pid: u32,
-    timer: Timer,
-    next: OnceLock<Box<Node>>,
-}
-
-/// This process's timer: the first node of the list with its pid, added at the end if there is
-/// none. Lock-free but for the first use in a process (`OnceLock`'s initialisation).
-fn timer() -> &'static Node {
-    static HEAD: OnceLock<Box<Node>> = OnceLock::new();
-    let pid = std::process::id();
-    let mut slot = &HEAD;
-    loop {
-        let node = slot.get_or_init(|| {
-            Box::new(Node {
-                pid,
-                timer: Timer {
-                    queue: Mutex::new(Queue::default()),
-                    changed: Condvar::new(),
-                },
-                next: OnceLock::new(),
-            })
-        });
-        if node.pid == pid {
-            return node;
-        }
-        slot = &node.next;
-    }
+/// This process's timer (invariant 3), and its pid.
+fn timer() -> (&'static Timer, u32) {
+    static TIMER: PerProcess<Timer> = PerProcess::new(|| Timer {
+        queue: Mutex::new(Queue::default()),
+        changed: Condvar::new(),
+    });
+    TIMER.get_with_pid()
 }
 
 fn lock(timer: &Timer) -> MutexGuard<'_, Queue> {
@@ -92,17 +69,18 @@ fn lock(timer: &Timer) -> MutexGuard<'_, Queue> {
 /// A scheduled deadline; dropping it removes the deadline unrun (a no-op once it ran).
 pub(crate) struct TimerEntry {
     key: Key,
-    /// The timer it is in: a forked child's drop of a parent's entry leaves the parent's
-    /// (ghost) timer alone (invariant 3).
-    node: &'static Node,
+    /// The timer it is in, and the pid of its process: a forked child's drop of a parent's
+    /// entry leaves the parent's (ghost) timer alone (invariant 3).
+    timer: &'static Timer,
+    pid: u32,
 }
 
 impl Drop for TimerEntry {
     fn drop(&mut self) {
-        if self.node.pid != std::process::id() {
+        if self.pid != std::process::id() {
             return;
         }
-        let action = lock(&self.node.timer).entries.remove(&self.key);
+        let action = lock(self.timer).entries.remove(&self.key);
         // The action's captures are user-adjacent (wakers): dropped outside the lock.
         drop_contained(action);
     }
@@ -119,8 +97,7 @@ impl fmt::Debug for TimerEntry {
 /// Runs `action` on the timer thread at `deadline`, unless the returned entry is dropped
 /// first. Fails only if the timer thread is not running and the OS refuses to start it.
 pub(crate) fn schedule(deadline: Instant, action: Action) -> std::io::Result<TimerEntry> {
-    let node = timer();
-    let timer = &node.timer;
+    let (timer, pid) = timer();
     let mut queue = lock(timer);
     if !queue.started {
         std::thread::Builder::new()
@@ -133,7 +110,7 @@ pub(crate) fn schedule(deadline: Instant, action: Action) -> std::io::Result<Tim
     queue.entries.insert(key, action);
     drop(queue);
     timer.changed.notify_one();
-    Ok(TimerEntry { key, node })
+    Ok(TimerEntry { key, timer, pid })
 }
 
 fn run(timer: &Timer) {

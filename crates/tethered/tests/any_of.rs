@@ -22,15 +22,25 @@ fn the_first_parent_to_be_cancelled_stops_the_child_with_its_reason_and_cause() 
             }
         }
         assert_eq!(child.token().reason(), Some(CancelReason::Shutdown));
-        assert_eq!(child.token().cause().unwrap().to_string(), format!("p{first}"));
+        assert_eq!(
+            child.token().cause().unwrap().to_string(),
+            format!("p{first}")
+        );
         assert_eq!(grandchild.token().reason(), Some(CancelReason::Shutdown));
-        assert_eq!(grandchild.token().cause().unwrap().to_string(), format!("p{first}"));
+        assert_eq!(
+            grandchild.token().cause().unwrap().to_string(),
+            format!("p{first}")
+        );
     }
 }
 
 #[test]
 fn cancelling_the_child_touches_no_parent_and_releases_every_link() {
-    let (a, b, c) = (CancelSource::new(), CancelSource::new(), CancelSource::new());
+    let (a, b, c) = (
+        CancelSource::new(),
+        CancelSource::new(),
+        CancelSource::new(),
+    );
     let child = CancelSource::any_of([&a.token(), &b.token(), &c.token()]);
     for parent in [&a, &b, &c] {
         assert_eq!(parent.token().registrations(), 1, "one link each");
@@ -71,7 +81,11 @@ fn a_cancelled_parent_makes_the_child_start_cancelled() {
     b.cancel_with_cause(CancelReason::Dropped, Cause::msg("gone"));
     let child = CancelSource::any_of([&a.token(), &b.token()]);
     assert_eq!(child.token().reason(), Some(CancelReason::Dropped));
-    assert_eq!(a.token().registrations(), 0, "a cancelled child keeps no link");
+    assert_eq!(
+        a.token().registrations(),
+        0,
+        "a cancelled child keeps no link"
+    );
     let never = CancelSource::any_of([&a.token(), &tethered::CancelToken::never()]);
     assert!(!never.is_cancelled());
     assert_eq!(a.token().registrations(), 1);
@@ -87,8 +101,16 @@ fn the_earliest_deadline_of_every_parent_is_kept_also_one_set_later() {
     a.cancel_at(later).unwrap();
     assert_eq!(child.token().deadline(), Some(later));
     b.cancel_at(sooner).unwrap();
-    assert_eq!(child.token().deadline(), Some(sooner), "the linked parent's is earlier");
-    assert_eq!(child.child().token().deadline(), Some(sooner), "and flows down");
+    assert_eq!(
+        child.token().deadline(),
+        Some(sooner),
+        "the linked parent's is earlier"
+    );
+    assert_eq!(
+        child.child().token().deadline(),
+        Some(sooner),
+        "and flows down"
+    );
 }
 
 #[test]

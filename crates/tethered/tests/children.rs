@@ -13,7 +13,10 @@ fn parent_cancel_reaches_child_with_the_same_reason_and_cause() {
     parent.cancel_with_cause(CancelReason::Dropped, cause.clone());
     for token in [child.token(), grandchild.token()] {
         assert_eq!(token.reason(), Some(CancelReason::Dropped));
-        assert!(token.cause().unwrap().ptr_eq(&cause), "the same cause, not a copy");
+        assert!(
+            token.cause().unwrap().ptr_eq(&cause),
+            "the same cause, not a copy"
+        );
     }
 }
 

@@ -35,7 +35,9 @@ fn the_deadline_cancels_a_running_job_and_the_join_waits_for_its_closure() {
     match outcome {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some(seen), .. }) => assert_eq!(*seen, Some(CancelReason::Timeout)),
+            returned: Some(seen),
+            ..
+        }) => assert_eq!(*seen, Some(CancelReason::Timeout)),
         other => panic!("the closure ran, so the stop carries what it returned: {other:?}"),
     }
 }
@@ -71,8 +73,10 @@ fn zero_fires_at_once_and_duration_max_never_fires() {
 #[test]
 fn a_job_still_waiting_for_a_thread_finishes_at_its_deadline() {
     let pool = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(pool.clone()), |_| unreachable!("never started"))
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(pool.clone()), |_| {
+        unreachable!("never started")
+    })
+    .unwrap();
     job.cancel_after(Duration::from_millis(10)).unwrap();
     let started = Instant::now();
     match job.join_blocking() {
@@ -172,7 +176,12 @@ fn a_scope_job_tied_to_a_request_reads_the_requests_deadline() {
     let scope = tethered::NativeScope::new();
     let request = tethered::CancelSource::new();
     request.cancel_after(Duration::from_secs(45)).unwrap();
-    let job = tethered::spawn(JobOptions::new().child_of(&request.token()).in_scope(&scope), |token| token.deadline())
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new()
+            .child_of(&request.token())
+            .in_scope(&scope),
+        |token| token.deadline(),
+    )
+    .unwrap();
     assert_eq!(job.join_blocking().unwrap(), request.token().deadline());
 }

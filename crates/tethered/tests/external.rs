@@ -5,8 +5,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use tethered::{CancelReason, CancelSource, JobOptions, NativeError, Tethered};
 use std::num::NonZeroUsize;
+use tethered::{CancelReason, CancelSource, JobOptions, NativeError, Tethered};
 
 mod support;
 
@@ -65,7 +65,9 @@ fn a_completer_dropped_unfinished_stops_the_job_with_shutdown() {
         err,
         NativeError::Cancelled {
             reason: CancelReason::Shutdown,
-            returned: None, .. }
+            returned: None,
+            ..
+        }
     ));
     assert_eq!(token.reason(), Some(CancelReason::Shutdown));
 }
@@ -83,7 +85,8 @@ fn a_completer_dropped_after_a_cancel_stops_the_job_with_that_cancels_reason() {
 
 #[test]
 fn an_external_job_abandons_after_its_grace_like_a_spawned_one() {
-    let (job, completer) = support::external::<()>(JobOptions::new().grace(Duration::from_millis(10)));
+    let (job, completer) =
+        support::external::<()>(JobOptions::new().grace(Duration::from_millis(10)));
     job.cancel(CancelReason::Timeout);
     let err = job.join_blocking().unwrap_err();
     assert!(matches!(
@@ -126,9 +129,9 @@ fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_s
         .map(|i| {
             let started_tx = started_tx.clone();
             tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer| {
-                    started_tx.send((i, completer)).unwrap();
-                })
-                .unwrap()
+                started_tx.send((i, completer)).unwrap();
+            })
+            .unwrap()
         })
         .collect();
     // Two slots: the first two started on this thread, at once; three wait, unstarted.
@@ -160,16 +163,20 @@ fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_s
 fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() {
     let scope = tethered::NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
     let (keep_tx, keep) = mpsc::channel();
-    let first = tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer: tethered::Completer<()>| {
-            keep_tx.send(completer).unwrap()
-        })
-        .unwrap();
+    let first = tethered::bridge::external(
+        JobOptions::new().in_scope(&scope),
+        move |completer: tethered::Completer<()>| keep_tx.send(completer).unwrap(),
+    )
+    .unwrap();
     let (ran_tx, ran) = mpsc::channel::<()>();
-    let waiting = tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer: tethered::Completer<()>| {
+    let waiting = tethered::bridge::external(
+        JobOptions::new().in_scope(&scope),
+        move |completer: tethered::Completer<()>| {
             ran_tx.send(()).unwrap();
             completer.complete(());
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert_eq!(scope.stats().queued, 1);
     assert!(waiting.cancel(CancelReason::Timeout));
     let stopped = waiting.join_blocking().unwrap_err();
@@ -177,7 +184,9 @@ fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() 
         stopped,
         NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: None, .. }
+            returned: None,
+            ..
+        }
     ));
     assert_eq!(scope.len(), 1);
     keep.recv().unwrap().complete(());
@@ -190,14 +199,17 @@ fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() 
 #[test]
 fn a_panicking_start_stops_its_job_and_frees_the_slot() {
     let scope = tethered::NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
-    let broken = tethered::bridge::external(JobOptions::new().in_scope(&scope), |_completer: tethered::Completer<u8>| {
-            panic!("the start failed")
-        })
-        .unwrap();
+    let broken = tethered::bridge::external(
+        JobOptions::new().in_scope(&scope),
+        |_completer: tethered::Completer<u8>| panic!("the start failed"),
+    )
+    .unwrap();
     let stopped = broken.join_blocking().unwrap_err();
     assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
-    let next = tethered::bridge::external(JobOptions::new().in_scope(&scope), |completer| completer.complete(5u8))
-        .unwrap();
+    let next = tethered::bridge::external(JobOptions::new().in_scope(&scope), |completer| {
+        completer.complete(5u8)
+    })
+    .unwrap();
     assert_eq!(next.join_blocking().unwrap(), 5);
 }
 
@@ -205,10 +217,11 @@ fn a_panicking_start_stops_its_job_and_frees_the_slot() {
 fn a_closed_scope_refuses_an_external_job_and_never_starts_it() {
     let scope = tethered::NativeScope::new();
     scope.shutdown_blocking(Duration::from_secs(1));
-    let refused = tethered::bridge::external(JobOptions::new().in_scope(&scope), |_completer: tethered::Completer<()>| {
-            unreachable!("a closed scope starts nothing")
-        })
-        .unwrap_err();
+    let refused = tethered::bridge::external(
+        JobOptions::new().in_scope(&scope),
+        |_completer: tethered::Completer<()>| unreachable!("a closed scope starts nothing"),
+    )
+    .unwrap_err();
     assert!(matches!(refused, tethered::SpawnError::ScopeClosed));
 }
 
@@ -217,10 +230,13 @@ fn a_scope_whose_outer_token_is_cancelled_never_starts_an_external_job() {
     let server = CancelSource::new();
     let scope = tethered::NativeScope::new().child_of(&server.token());
     server.cancel(CancelReason::Shutdown);
-    let job = tethered::bridge::external(JobOptions::new().in_scope(&scope), |_completer: tethered::Completer<()>| {
+    let job = tethered::bridge::external(
+        JobOptions::new().in_scope(&scope),
+        |_completer: tethered::Completer<()>| {
             unreachable!("its token was cancelled before the start")
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     let stopped = job.join_blocking().unwrap_err();
     assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
 }

@@ -44,7 +44,10 @@ fn cancel_returns_true_exactly_when_its_reason_is_the_one_read() {
             _ => assert_eq!(read, CancelReason::Shutdown, "round {round}: {outcomes:?}"),
         }
         assert_eq!(
-            outcomes.iter().filter(|(reason, won)| reason.is_none() && *won).count(),
+            outcomes
+                .iter()
+                .filter(|(reason, won)| reason.is_none() && *won)
+                .count(),
             1,
             "the parent's cancel is decided once"
         );
@@ -95,7 +98,9 @@ fn a_cancel_below_a_cancelled_ancestor_takes_its_reason_and_returns_false() {
     // of the step from there finds the server cancelled.
     let _guard = server.token().on_cancel(move |_| {
         let won = step_source.cancel(CancelReason::Dropped);
-        callback_ran.send((won, step_source.token().reason())).unwrap();
+        callback_ran
+            .send((won, step_source.token().reason()))
+            .unwrap();
     });
     assert!(server.cancel(CancelReason::Shutdown));
     assert_eq!(seen.recv().unwrap(), (false, Some(CancelReason::Shutdown)));

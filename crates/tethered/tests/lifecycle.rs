@@ -7,7 +7,10 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelReason, CancelSource, CancelToken, JobOptions, NativeError, NativeScope, Tethered};
+use tethered::{
+    AbortableNative, CancelReason, CancelSource, CancelToken, JobOptions, NativeError, NativeScope,
+    Tethered,
+};
 
 #[test]
 fn a_job_never_cancels_the_callers_token_nor_its_siblings() {
@@ -20,10 +23,13 @@ fn a_job_never_cancels_the_callers_token_nor_its_siblings() {
         } else {
             shared.token().child().token()
         };
-        let job = tethered::spawn(JobOptions::new().child_of(&parent).on(tethered::ThreadSpawner::new()), |token| {
-                token.is_cancelled()
-            })
-            .unwrap();
+        let job = tethered::spawn(
+            JobOptions::new()
+                .child_of(&parent)
+                .on(tethered::ThreadSpawner::new()),
+            |token| token.is_cancelled(),
+        )
+        .unwrap();
         // Half are dropped at once (often unfinished), half after they finished.
         if round % 2 == 1 {
             while !job.is_finished() {
@@ -98,7 +104,9 @@ fn a_timeout_that_fires_as_the_job_finishes_never_loses_the_result() {
             // with what it returned), or it was still running (`Abandoned`).
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
-                returned, .. }) => {
+                returned,
+                ..
+            }) => {
                 assert!(
                     returned.as_deref().is_none_or(|&value| value == 42),
                     "{returned:?}"
@@ -170,11 +178,16 @@ fn a_callback_registered_during_a_cancel_waits_its_turn() {
 fn abandon_after_duration_max_never_abandons_and_never_overflows() {
     let panics_before = tethered::stats().callback_panics;
     let (started_tx, started) = mpsc::channel();
-    let job = tethered::spawn(JobOptions::new().grace(Duration::MAX).on(tethered::ThreadSpawner::new()), move |token| {
+    let job = tethered::spawn(
+        JobOptions::new()
+            .grace(Duration::MAX)
+            .on(tethered::ThreadSpawner::new()),
+        move |token| {
             started_tx.send(()).unwrap();
             token.wait()
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     started.recv().unwrap();
     assert!(job.cancel(CancelReason::Timeout));
     let stopped = job.join_blocking().unwrap_err();

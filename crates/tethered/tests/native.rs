@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
 use support::{ClosedSpawner, FailingSpawner, InlineSpawner, QueueSpawner};
-use tethered::{AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, SpawnError, Tethered, ThreadSpawner};
+use tethered::{
+    AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, SpawnError, Tethered,
+    ThreadSpawner,
+};
 
 fn assert_send_sync_unpin<T: Send + Sync + Unpin + 'static>(_: &T) {}
 
@@ -88,7 +91,9 @@ fn a_job_cancelled_while_it_runs_reads_as_stopped_with_what_its_closure_returned
     match job.join_blocking() {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: Some(seen), .. }) => assert_eq!(*seen, CancelReason::Timeout),
+            returned: Some(seen),
+            ..
+        }) => assert_eq!(*seen, CancelReason::Timeout),
         other => panic!("{other:?}"),
     }
 }
@@ -98,12 +103,17 @@ fn a_cancel_from_a_parent_reads_the_same_as_one_from_the_handle() {
     for by_parent in [false, true] {
         let parent = CancelSource::new();
         let (started_tx, started) = mpsc::channel();
-        let job = tethered::spawn(JobOptions::new().child_of(&parent.token()).on(ThreadSpawner::new()), move |token| {
+        let job = tethered::spawn(
+            JobOptions::new()
+                .child_of(&parent.token())
+                .on(ThreadSpawner::new()),
+            move |token| {
                 started_tx.send(()).unwrap();
                 token.wait();
                 "partial"
-            })
-            .unwrap();
+            },
+        )
+        .unwrap();
         started.recv().unwrap();
         if by_parent {
             parent.cancel(CancelReason::Shutdown);
@@ -132,8 +142,10 @@ fn cancel_before_start_never_runs_the_closure() {
     let spawner = QueueSpawner::default();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| flag.store(true, Ordering::SeqCst))
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
+        flag.store(true, Ordering::SeqCst)
+    })
+    .unwrap();
     job.cancel(CancelReason::Timeout);
     spawner.take().run();
     assert!(!ran.load(Ordering::SeqCst));
@@ -154,10 +166,10 @@ fn dropping_the_handle_before_start_skips_the_closure_and_drops_it() {
     let captured = Arc::new(());
     let held = captured.clone();
     let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
-            let _held = &held;
-            flag.store(true, Ordering::SeqCst);
-        })
-        .unwrap();
+        let _held = &held;
+        flag.store(true, Ordering::SeqCst);
+    })
+    .unwrap();
     let token = job.token().clone();
     drop(job);
     assert_eq!(token.reason(), Some(CancelReason::Dropped));
@@ -173,8 +185,7 @@ fn dropping_the_handle_before_start_skips_the_closure_and_drops_it() {
 #[test]
 fn a_task_dropped_unrun_by_its_pool_reports_shutdown() {
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 1)
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 1).unwrap();
     let token = job.token().clone();
     spawner.shut_down();
     assert!(job.is_finished());
@@ -190,8 +201,7 @@ fn a_task_dropped_unrun_by_its_pool_reports_shutdown() {
 
 #[test]
 fn a_spawner_that_drops_the_task_while_spawning_is_a_spawn_error() {
-    let err = tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| 1)
-        .unwrap_err();
+    let err = tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| 1).unwrap_err();
     assert!(matches!(err, SpawnError::Rejected));
     assert!(
         err.to_string()
@@ -201,8 +211,7 @@ fn a_spawner_that_drops_the_task_while_spawning_is_a_spawn_error() {
 
 #[test]
 fn a_spawner_error_is_returned_with_its_cause() {
-    let err = tethered::spawn(JobOptions::new().on(FailingSpawner), |_| 1)
-        .unwrap_err();
+    let err = tethered::spawn(JobOptions::new().on(FailingSpawner), |_| 1).unwrap_err();
     assert_eq!(err.to_string(), "the spawner failed");
     assert_eq!(
         std::error::Error::source(&err).unwrap().to_string(),
@@ -217,8 +226,7 @@ fn a_spawner_error_is_returned_with_its_cause() {
 
 #[test]
 fn a_spawner_that_runs_inline_delivers_the_result() {
-    let job = tethered::spawn(JobOptions::new().on(InlineSpawner), |_| 5)
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(InlineSpawner), |_| 5).unwrap();
     assert!(job.is_finished());
     assert_eq!(block_on(job).unwrap(), 5);
 }
@@ -322,8 +330,7 @@ fn cancel_and_join_resolves_only_after_the_closure_returned() {
 #[test]
 fn cancel_and_join_of_a_queued_job_resolves_without_running_it() {
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 1)
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 1).unwrap();
     let joined = thread::spawn(move || block_on(job.cancel_and_join()));
     thread::sleep(Duration::from_millis(10));
     spawner.take().run();
@@ -339,8 +346,7 @@ fn cancel_and_join_of_a_queued_job_resolves_without_running_it() {
 #[test]
 fn the_handle_wakes_its_task_when_the_job_finishes() {
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 3)
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 3).unwrap();
     let mut job = pin!(job);
     let woken = Arc::new(WakeFlag::default());
     let waker = Waker::from(woken.clone());
@@ -388,11 +394,16 @@ fn detach_lets_the_job_run_on_uncancelled() {
 fn child_of_ties_the_job_to_an_outer_token() {
     let request = CancelSource::new();
     let (started_tx, started) = mpsc::channel();
-    let job = tethered::spawn(JobOptions::new().child_of(&request.token()).on(ThreadSpawner::new()), move |token| {
+    let job = tethered::spawn(
+        JobOptions::new()
+            .child_of(&request.token())
+            .on(ThreadSpawner::new()),
+        move |token| {
             started_tx.send(()).unwrap();
             token.wait()
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     started.recv().unwrap();
     request.cancel(CancelReason::Shutdown);
     let stopped = job.join_blocking().unwrap_err();
@@ -407,18 +418,22 @@ fn thread_spawner_names_its_threads() {
         job.join_blocking().unwrap().as_deref(),
         Some(ThreadSpawner::DEFAULT_THREAD_NAME)
     );
-    let job = tethered::spawn(JobOptions::new().on(ThreadSpawner::new().name("interp-7")), |_| {
-            thread::current().name().map(str::to_owned)
-        })
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new().on(ThreadSpawner::new().name("interp-7")),
+        |_| thread::current().name().map(str::to_owned),
+    )
+    .unwrap();
     assert_eq!(job.join_blocking().unwrap().as_deref(), Some("interp-7"));
 }
 
 #[test]
 fn thread_spawner_reports_an_os_refusal_as_a_spawn_error() {
     // A stack larger than any address space: the OS refuses the thread.
-    let err = tethered::spawn(JobOptions::new().on(ThreadSpawner::new().stack_size(usize::MAX)), |_| 1)
-        .unwrap_err();
+    let err = tethered::spawn(
+        JobOptions::new().on(ThreadSpawner::new().stack_size(usize::MAX)),
+        |_| 1,
+    )
+    .unwrap_err();
     assert!(matches!(err, SpawnError::Thread(_)), "{err:?}");
     assert!(
         err.to_string()
@@ -452,7 +467,9 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
             ..
         } | NativeError::Cancelled {
             reason: CancelReason::Timeout,
-            returned: None, .. })
+            returned: None,
+            ..
+        })
     ));
     assert_eq!(token.reason(), Some(CancelReason::Timeout));
     // If the closure had not started, it was dropped unrun, and the channel with it.
@@ -462,8 +479,7 @@ fn cancel_when_cancels_with_its_reason_and_does_not_wait_for_the_closure() {
 #[test]
 fn debug_output_shows_state() {
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ()).unwrap();
     assert_eq!(
         format!("{job:?}"),
         format!(
@@ -481,8 +497,13 @@ fn a_job_cancelled_before_spawn_never_reaches_the_spawner() {
     let spawner = QueueSpawner::default();
     let source = CancelSource::new();
     source.cancel(CancelReason::Timeout);
-    let job = tethered::spawn(JobOptions::new().child_of(&source.token()).on(spawner.clone()), |_| 1)
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new()
+            .child_of(&source.token())
+            .on(spawner.clone()),
+        |_| 1,
+    )
+    .unwrap();
     assert_eq!(spawner.len(), 0, "no pool slot is spent on a cancelled job");
     assert!(matches!(
         job.join_blocking(),
@@ -509,8 +530,7 @@ impl tethered::Spawner for ShutDownPool {
 
 #[test]
 fn a_spawner_can_name_its_refusal() {
-    let err = tethered::spawn(JobOptions::new().on(ShutDownPool), |_| 1)
-        .unwrap_err();
+    let err = tethered::spawn(JobOptions::new().on(ShutDownPool), |_| 1).unwrap_err();
     assert!(matches!(
         err,
         SpawnError::Shutdown {
@@ -532,10 +552,10 @@ fn cancelling_a_job_still_queued_in_a_pool_finishes_it_at_once() {
     let captured = Arc::new(());
     let held = captured.clone();
     let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
-            let _held = &held;
-            unreachable!("cancelled while queued: never runs")
-        })
-        .unwrap();
+        let _held = &held;
+        unreachable!("cancelled while queued: never runs")
+    })
+    .unwrap();
     assert!(job.cancel(CancelReason::Timeout));
     assert!(job.is_finished(), "no thread needs to reach it first");
     assert_eq!(
@@ -560,9 +580,9 @@ fn dropping_the_handle_of_a_queued_job_frees_its_closure_at_once() {
     let captured = Arc::new(());
     let held = captured.clone();
     let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
-            let _held = &held;
-        })
-        .unwrap();
+        let _held = &held;
+    })
+    .unwrap();
     drop(job);
     assert_eq!(Arc::strong_count(&captured), 1);
     drop(spawner.take()); // the pool shutting down later changes nothing either
@@ -571,8 +591,13 @@ fn dropping_the_handle_of_a_queued_job_frees_its_closure_at_once() {
 #[test]
 fn cancel_leaves_a_finished_job_alone() {
     let source = CancelSource::new();
-    let job = tethered::spawn(JobOptions::new().child_of(&source.token()).on(InlineSpawner), |_| 1)
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new()
+            .child_of(&source.token())
+            .on(InlineSpawner),
+        |_| 1,
+    )
+    .unwrap();
     assert!(job.is_finished());
     assert!(!job.cancel(CancelReason::Requested), "nothing to cancel");
     assert!(!source.is_cancelled(), "the shared source is left alone");
@@ -582,9 +607,19 @@ fn cancel_leaves_a_finished_job_alone() {
 #[test]
 fn a_refused_spawn_does_not_cancel_the_callers_source() {
     let source = CancelSource::new();
-    let err = tethered::spawn(JobOptions::new().child_of(&source.token()).on(ClosedSpawner), |_| 1);
+    let err = tethered::spawn(
+        JobOptions::new()
+            .child_of(&source.token())
+            .on(ClosedSpawner),
+        |_| 1,
+    );
     assert!(err.is_err());
-    let err = tethered::spawn(JobOptions::new().child_of(&source.token()).on(FailingSpawner), |_| 1);
+    let err = tethered::spawn(
+        JobOptions::new()
+            .child_of(&source.token())
+            .on(FailingSpawner),
+        |_| 1,
+    );
     assert!(err.is_err());
     assert!(
         !source.is_cancelled(),
@@ -607,15 +642,9 @@ fn cancel_when_reports_an_earlier_cancels_reason() {
     match result {
         // The closure may already have returned the reason it saw.
         Ok(reason) => assert_eq!(reason, CancelReason::Failed),
-        Err(err) => assert_eq!(
-            err.cancel_reason(),
-            Some(CancelReason::Failed)
-        ),
+        Err(err) => assert_eq!(err.cancel_reason(), Some(CancelReason::Failed)),
     }
-    assert_eq!(
-        token.reason(),
-        Some(CancelReason::Failed)
-    );
+    assert_eq!(token.reason(), Some(CancelReason::Failed));
 }
 
 #[test]
@@ -624,11 +653,16 @@ fn a_queued_job_cancelled_through_an_outer_token_finishes_at_once() {
     let request = CancelSource::new();
     let captured = Arc::new(());
     let held = captured.clone();
-    let job = tethered::spawn(JobOptions::new().child_of(&request.token()).on(spawner.clone()), move |_| {
+    let job = tethered::spawn(
+        JobOptions::new()
+            .child_of(&request.token())
+            .on(spawner.clone()),
+        move |_| {
             let _held = &held;
             unreachable!("cancelled while queued: never runs")
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     request.cancel(CancelReason::Failed);
     assert!(job.is_finished(), "no pool thread needs to reach it first");
     assert_eq!(
@@ -652,13 +686,17 @@ fn a_job_with_its_own_source_registers_no_callback() {
     // Its cancels come through its handle, which finishes a queued job itself: a plain job
     // pays for no registration (an allocation and a lock), whatever the features.
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ()).unwrap();
     let expected = usize::from(cfg!(feature = "tracing"));
     assert_eq!(job.token().registrations(), expected);
     // One given a source from outside listens for cancels that bypass its handle.
-    let job2 = tethered::spawn(JobOptions::new().child_of(&CancelSource::new().token()).on(spawner.clone()), |_| ())
-        .unwrap();
+    let job2 = tethered::spawn(
+        JobOptions::new()
+            .child_of(&CancelSource::new().token())
+            .on(spawner.clone()),
+        |_| (),
+    )
+    .unwrap();
     assert_eq!(job2.token().registrations(), 1);
     spawner.take().run();
     spawner.take().run();
@@ -671,8 +709,10 @@ fn a_spawner_that_refuses_but_keeps_the_task_never_runs_the_closure() {
     let spawner = support::KeepingFailingSpawner::default();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
-    let err = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| flag.store(true, Ordering::SeqCst))
-        .unwrap_err();
+    let err = tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
+        flag.store(true, Ordering::SeqCst)
+    })
+    .unwrap_err();
     assert!(
         tethered::bridge::error_chain(&err).contains("refused, but kept the task"),
         "{err}"
@@ -696,15 +736,18 @@ fn a_spawner_that_refuses_but_keeps_the_task_never_runs_the_closure() {
 #[test]
 fn or_cancelled_turns_a_shutdown_refusal_into_a_stopped_handle() {
     let base = tethered::stats();
-    let job = tethered::bridge::spawned_or_stopped(
-        tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| unreachable!("refused")),
-    );
+    let job = tethered::bridge::spawned_or_stopped(tethered::spawn(
+        JobOptions::new().on(ClosedSpawner),
+        |_| unreachable!("refused"),
+    ));
     assert!(job.is_finished());
     assert!(matches!(
         job.join_blocking(),
         Err(NativeError::Cancelled {
             reason: CancelReason::Shutdown,
-            returned: None, .. })
+            returned: None,
+            ..
+        })
     ));
     assert!(tethered::stats().cancelled > base.cancelled);
 }
@@ -712,7 +755,10 @@ fn or_cancelled_turns_a_shutdown_refusal_into_a_stopped_handle() {
 #[test]
 fn or_cancelled_panics_on_a_refusal_that_is_not_a_shutdown() {
     let panic = std::panic::catch_unwind(|| {
-        tethered::bridge::spawned_or_stopped(tethered::spawn(JobOptions::new().on(FailingSpawner), |_| ()))
+        tethered::bridge::spawned_or_stopped(tethered::spawn(
+            JobOptions::new().on(FailingSpawner),
+            |_| (),
+        ))
     })
     .unwrap_err();
     let message = panic
@@ -731,7 +777,9 @@ fn a_timeout_on_a_borrowed_handle_stops_waiting_and_keeps_the_handle_for_the_sto
         // until the closure returned, with what it returned.
         Err(NativeError::Abandoned {
             reason: CancelReason::Timeout,
-            grace: Duration::ZERO, .. }) => block_on(&mut job).unwrap_err(),
+            grace: Duration::ZERO,
+            ..
+        }) => block_on(&mut job).unwrap_err(),
         // The spinning closure saw the cancel and returned before the race looked again: the
         // same stop, delivered already.
         Err(stopped @ NativeError::Cancelled { .. }) => stopped,
@@ -767,10 +815,15 @@ fn os_thread_name() -> String {
 #[test]
 fn a_named_job_names_its_pool_thread_while_it_runs_and_gives_the_name_back() {
     let pool = QueueSpawner::default();
-    let named = tethered::spawn(JobOptions::new().name("script-request-4711").on(pool.clone()), |_| os_thread_name())
-        .unwrap();
-    let unnamed = tethered::spawn(JobOptions::new().on(pool.clone()), |_| os_thread_name())
-        .unwrap();
+    let named = tethered::spawn(
+        JobOptions::new()
+            .name("script-request-4711")
+            .on(pool.clone()),
+        |_| os_thread_name(),
+    )
+    .unwrap();
+    let unnamed =
+        tethered::spawn(JobOptions::new().on(pool.clone()), |_| os_thread_name()).unwrap();
     let worker = thread::Builder::new()
         .name("pool-worker".into())
         .spawn(move || {
@@ -790,8 +843,11 @@ fn a_named_job_names_its_pool_thread_while_it_runs_and_gives_the_name_back() {
 #[test]
 fn a_named_job_that_panics_still_gives_its_thread_its_name_back() {
     let pool = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().name("doomed").on(pool.clone()), |_| -> () { panic!("inside a named job") })
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new().name("doomed").on(pool.clone()),
+        |_| -> () { panic!("inside a named job") },
+    )
+    .unwrap();
     let worker = thread::Builder::new()
         .name("pool-worker".into())
         .spawn(move || {

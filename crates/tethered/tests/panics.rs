@@ -7,11 +7,14 @@ use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, NativeScope, Runnable, SpawnError, Spawner, Tethered, stats};
+use tethered::{
+    AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, NativeScope, Runnable,
+    SpawnError, Spawner, Tethered, stats,
+};
 
 mod support;
-use support::QueueSpawner;
 use std::num::NonZeroUsize;
+use support::QueueSpawner;
 
 /// The counters are process-wide: tests that compare them take turns.
 fn serial() -> MutexGuard<'static, ()> {
@@ -140,11 +143,14 @@ fn dropping_the_handle_of_a_job_that_panicked_with_such_a_payload_does_not_panic
 
     // And when the handle is gone before the closure panics, the runner drops it, contained.
     let (go_tx, go) = mpsc::channel::<()>();
-    let job = tethered::spawn(JobOptions::new().on(tethered::ThreadSpawner::new()), move |_| {
+    let job = tethered::spawn(
+        JobOptions::new().on(tethered::ThreadSpawner::new()),
+        move |_| {
             let _ = go.recv();
             panic_any(PanicsOnDrop)
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     job.detach();
     go_tx.send(()).unwrap();
     tethered::testing::assert_all_returned(Duration::from_secs(10));
@@ -174,7 +180,8 @@ fn a_queued_job_whose_capture_panics_on_drop_resolves_when_cancelled() {
     let _serial = serial();
     let before = stats();
     let pool = QueueSpawner::default();
-    let scope = NativeScope::with_spawner(pool.clone()).with_max_running(NonZeroUsize::new(1).unwrap());
+    let scope =
+        NativeScope::with_spawner(pool.clone()).with_max_running(NonZeroUsize::new(1).unwrap());
     let blocker = scope.spawn(|token| token.wait()).unwrap();
     let capture = CaptureThatPanicsOnDrop;
     let queued = scope
@@ -221,7 +228,8 @@ impl Spawner for PanicsOnce {
 #[test]
 fn a_spawner_that_panics_once_is_an_error_and_leaves_the_scope_working() {
     quiet_panics();
-    let scope = NativeScope::with_spawner(PanicsOnce::default()).with_max_running(NonZeroUsize::new(1).unwrap());
+    let scope = NativeScope::with_spawner(PanicsOnce::default())
+        .with_max_running(NonZeroUsize::new(1).unwrap());
     let first = catch_unwind(AssertUnwindSafe(|| scope.spawn(|_| 1)));
     let err = first
         .expect("the spawner's panic stays inside spawn()")

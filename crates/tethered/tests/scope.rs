@@ -9,9 +9,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
-use support::{QueueSpawner, Stuck};
-use tethered::{AbortableNative, CancelReason, JobOptions, NativeError, NativeScope, SpawnError, Tethered, ThreadSpawner};
 use std::num::NonZeroUsize;
+use support::{QueueSpawner, Stuck};
+use tethered::{
+    AbortableNative, CancelReason, JobOptions, NativeError, NativeScope, SpawnError, Tethered,
+    ThreadSpawner,
+};
 
 /// A job that reports its start, then waits for its token.
 fn cooperative(scope: &NativeScope, started: &mpsc::Sender<()>) -> AbortableNative<CancelReason> {
@@ -63,14 +66,8 @@ fn cancel_all_cancels_every_job_and_keeps_the_scope_open() {
     scope.cancel_all(CancelReason::Failed);
     for job in jobs {
         let stopped = job.join_blocking().unwrap_err();
-        assert_eq!(
-            stopped.cancel_reason(),
-            Some(CancelReason::Failed)
-        );
-        assert_eq!(
-            stopped.into_returned(),
-            Some(CancelReason::Failed)
-        );
+        assert_eq!(stopped.cancel_reason(), Some(CancelReason::Failed));
+        assert_eq!(stopped.into_returned(), Some(CancelReason::Failed));
     }
     assert!(!scope.is_closed());
     assert_eq!(scope.spawn(|_| 5).unwrap().join_blocking().unwrap(), 5);
@@ -102,8 +99,11 @@ fn shutdown_cancels_with_shutdown_waits_and_reports_every_job_returned() {
 fn shutdown_reports_a_stuck_job_by_name_after_the_grace() {
     let scope = NativeScope::new();
     let stuck = Stuck::new();
-    let job = tethered::spawn(JobOptions::new().name("stuck-interpreter").in_scope(&scope), stuck.job())
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new().name("stuck-interpreter").in_scope(&scope),
+        stuck.job(),
+    )
+    .unwrap();
     let stuck_token = job.token().clone();
     job.detach();
     let fine = scope.spawn(|token| token.wait()).unwrap();
@@ -295,17 +295,20 @@ fn a_scope_on_a_custom_spawner_reports_jobs_its_pool_dropped() {
 
 #[test]
 fn job_names_reach_the_thread_debug_and_the_task() {
-    let job = tethered::spawn(JobOptions::new().name("sandbox-42").on(ThreadSpawner::new().name("pool")), |_| {
-            thread::current().name().map(str::to_owned)
-        })
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new()
+            .name("sandbox-42")
+            .on(ThreadSpawner::new().name("pool")),
+        |_| thread::current().name().map(str::to_owned),
+    )
+    .unwrap();
     assert_eq!(job.name(), Some("sandbox-42"));
     assert!(format!("{job:?}").contains("name: \"sandbox-42\""));
     assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox-42"));
 
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().name("queued").on(spawner.clone()), |_| ())
-        .unwrap();
+    let job =
+        tethered::spawn(JobOptions::new().name("queued").on(spawner.clone()), |_| ()).unwrap();
     let task = spawner.take();
     assert_eq!(task.name(), Some("queued"));
     assert!(format!("{task:?}").contains("queued"));
@@ -316,8 +319,14 @@ fn job_names_reach_the_thread_debug_and_the_task() {
 #[test]
 fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
     let stuck = Stuck::new();
-    let job = tethered::spawn(JobOptions::new().name("stuck").grace(Duration::from_millis(30)).on(tethered::ThreadSpawner::new()), stuck.job())
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new()
+            .name("stuck")
+            .grace(Duration::from_millis(30))
+            .on(tethered::ThreadSpawner::new()),
+        stuck.job(),
+    )
+    .unwrap();
     stuck.wait_started();
     let cancelled_at = Instant::now();
     job.cancel(CancelReason::Timeout);
@@ -335,13 +344,18 @@ fn abandon_after_gives_up_waiting_on_a_stuck_cancelled_job_visibly() {
 #[test]
 fn abandon_after_does_not_cut_short_a_job_that_returns_in_time() {
     let (started_tx, started) = mpsc::channel();
-    let job = tethered::spawn(JobOptions::new().grace(Duration::from_secs(30)).on(tethered::ThreadSpawner::new()), move |token| {
+    let job = tethered::spawn(
+        JobOptions::new()
+            .grace(Duration::from_secs(30))
+            .on(tethered::ThreadSpawner::new()),
+        move |token| {
             started_tx.send(()).unwrap();
             token.wait();
             thread::sleep(Duration::from_millis(20));
             "clean"
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     started.recv().unwrap();
     let stopped = block_on(job.cancel_and_join()).unwrap_err();
     assert_eq!(stopped.into_returned(), Some("clean"));
@@ -368,11 +382,16 @@ fn without_an_abandon_policy_an_awaited_job_waits_for_its_closure() {
 fn child_of_ties_a_job_to_an_outer_token() {
     let request = tethered::CancelSource::new();
     let (started_tx, started) = mpsc::channel();
-    let job = tethered::spawn(JobOptions::new().child_of(&request.token()).on(tethered::ThreadSpawner::new()), move |token| {
+    let job = tethered::spawn(
+        JobOptions::new()
+            .child_of(&request.token())
+            .on(tethered::ThreadSpawner::new()),
+        move |token| {
             started_tx.send(()).unwrap();
             token.wait()
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     started.recv().unwrap();
     request.cancel(CancelReason::Failed);
     assert_eq!(
@@ -460,7 +479,12 @@ fn a_closed_scope_does_not_cancel_the_source_it_was_offered() {
     let scope = NativeScope::new();
     scope.shutdown_blocking(Duration::ZERO);
     let request = tethered::CancelSource::new();
-    let refused = tethered::spawn(JobOptions::new().child_of(&request.token()).in_scope(&scope), |_| ());
+    let refused = tethered::spawn(
+        JobOptions::new()
+            .child_of(&request.token())
+            .in_scope(&scope),
+        |_| (),
+    );
     assert!(matches!(refused, Err(SpawnError::ScopeClosed)));
     assert!(!request.is_cancelled());
 }

@@ -7,9 +7,9 @@ mod support;
 use std::sync::{Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
+use std::num::NonZeroUsize;
 use support::{ClosedSpawner, QueueSpawner, Stuck};
 use tethered::{AbortableNative, CancelReason, JobOptions, NativeScope, Tethered, stats};
-use std::num::NonZeroUsize;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -123,15 +123,11 @@ fn panics_are_counted() {
 fn refused_spawns_are_not_counted_and_unrun_jobs_count_as_cancelled() {
     let _serial = serial();
     let base = stats();
-    assert!(
-        tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| ())
-            .is_err()
-    );
+    assert!(tethered::spawn(JobOptions::new().on(ClosedSpawner), |_| ()).is_err());
     assert_eq!(stats(), base);
 
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ()).unwrap();
     spawner.shut_down();
     assert!(job.join_blocking().is_err());
     let after = stats();
@@ -145,8 +141,7 @@ fn queued_counts_jobs_that_have_not_started() {
     let _serial = serial();
     let base = stats();
     let spawner = QueueSpawner::default();
-    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ())
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| ()).unwrap();
     assert_eq!(stats().queued, base.queued + 1);
     spawner.take().run();
     assert_eq!(stats().queued, base.queued);
@@ -210,8 +205,13 @@ fn an_abandoned_job_counts_as_detached_until_it_returns() {
     let _serial = serial();
     let base = stats();
     let stuck = Stuck::new();
-    let job = tethered::spawn(JobOptions::new().grace(Duration::from_millis(10)).on(tethered::ThreadSpawner::new()), stuck.job())
-        .unwrap();
+    let job = tethered::spawn(
+        JobOptions::new()
+            .grace(Duration::from_millis(10))
+            .on(tethered::ThreadSpawner::new()),
+        stuck.job(),
+    )
+    .unwrap();
     stuck.wait_started();
     job.cancel(CancelReason::Requested);
     assert!(job.join_blocking().unwrap_err().is_abandoned());
@@ -228,10 +228,16 @@ fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
     let _serial = serial();
     let shared = tethered::CancelSource::new();
     for _ in 0..100 {
-        tethered::spawn(JobOptions::new().grace(Duration::from_secs(60)).child_of(&shared.token()).on(tethered::ThreadSpawner::new()), |_| ())
-            .unwrap()
-            .join_blocking()
-            .unwrap();
+        tethered::spawn(
+            JobOptions::new()
+                .grace(Duration::from_secs(60))
+                .child_of(&shared.token())
+                .on(tethered::ThreadSpawner::new()),
+            |_| (),
+        )
+        .unwrap()
+        .join_blocking()
+        .unwrap();
     }
     assert_eq!(
         shared.token().registrations(),
@@ -242,7 +248,10 @@ fn job_registrations_on_a_shared_source_leave_with_the_jobs() {
     let scope = NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
     let jobs: Vec<_> = (0..50)
         .map(|_| {
-            tethered::spawn(JobOptions::new().child_of(&shared.token()).in_scope(&scope), |_| ())
+            tethered::spawn(
+                JobOptions::new().child_of(&shared.token()).in_scope(&scope),
+                |_| (),
+            )
         })
         .collect::<Result<_, _>>()
         .unwrap();

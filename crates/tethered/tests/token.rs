@@ -132,16 +132,16 @@ fn reasons_display_what_happened() {
         CancelReason::Requested.to_string(),
         "cancellation was requested"
     );
-    assert_eq!(
-        CancelReason::Dropped.to_string(),
-        "the caller gave up"
-    );
+    assert_eq!(CancelReason::Dropped.to_string(), "the caller gave up");
     assert_eq!(CancelReason::Timeout.to_string(), "the deadline passed");
     assert_eq!(
         CancelReason::Shutdown.to_string(),
         "its owner is shutting down"
     );
-    assert_eq!(CancelReason::Failed.to_string(), "something it depends on failed");
+    assert_eq!(
+        CancelReason::Failed.to_string(),
+        "something it depends on failed"
+    );
     assert_eq!(Cause::msg("quota").to_string(), "quota");
     let err: Box<dyn std::error::Error + Send + Sync> =
         Box::new(Cancelled::new(CancelReason::Timeout));

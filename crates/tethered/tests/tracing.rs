@@ -53,22 +53,33 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     tracing::subscriber::set_global_default(collector.clone()).unwrap();
 
     let (started_tx, started) = mpsc::channel();
-    let job = tethered::spawn(JobOptions::new().name("traced").on(tethered::ThreadSpawner::new()), move |token| {
+    let job = tethered::spawn(
+        JobOptions::new()
+            .name("traced")
+            .on(tethered::ThreadSpawner::new()),
+        move |token| {
             started_tx.send(()).unwrap();
             token.wait()
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     started.recv().unwrap();
     job.cancel(CancelReason::Timeout);
     assert!(job.join_blocking().unwrap_err().is_cancelled());
 
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
-    let stuck = tethered::spawn(JobOptions::new().name("stuck").grace(Duration::from_millis(5)).on(tethered::ThreadSpawner::new()), move |_| {
+    let stuck = tethered::spawn(
+        JobOptions::new()
+            .name("stuck")
+            .grace(Duration::from_millis(5))
+            .on(tethered::ThreadSpawner::new()),
+        move |_| {
             started_tx.send(()).unwrap();
             release.recv().unwrap();
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     started.recv().unwrap();
     stuck.cancel(CancelReason::Requested);
     assert!(stuck.join_blocking().unwrap_err().is_abandoned());
@@ -80,20 +91,27 @@ fn a_job_traces_spawn_cancel_return_and_abandon() {
     // callback comes first traces the cancel; the other does not.)
     let source = tethered::CancelSource::new();
     let (started_tx, started) = mpsc::channel();
-    let quick = tethered::spawn(JobOptions::new().name("quick").child_of(&source.token()).on(tethered::ThreadSpawner::new()), move |token| {
+    let quick = tethered::spawn(
+        JobOptions::new()
+            .name("quick")
+            .child_of(&source.token())
+            .on(tethered::ThreadSpawner::new()),
+        move |token| {
             started_tx.send(()).unwrap();
             token.wait();
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     started.recv().unwrap();
     let canceller = std::thread::spawn(move || source.cancel(CancelReason::Shutdown));
     assert!(quick.join_blocking().unwrap_err().is_cancelled());
     canceller.join().unwrap();
 
-    let panicking = tethered::spawn(JobOptions::new().on(tethered::ThreadSpawner::new()), |_| -> () {
-            panic!("traced panic")
-        })
-        .unwrap();
+    let panicking = tethered::spawn(
+        JobOptions::new().on(tethered::ThreadSpawner::new()),
+        |_| -> () { panic!("traced panic") },
+    )
+    .unwrap();
     assert!(panicking.join_blocking().is_err());
 
     let lines = collector.lines.lock().unwrap().join("\n");

@@ -5,6 +5,7 @@ use std::fmt;
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
 use tethered::CancelToken;
 
 use crate::job::ProcessJob;
@@ -14,7 +15,7 @@ use crate::job::ProcessJob;
 pub(super) enum Unfit {
     /// Its request was cancelled during its turn: its group was told to stop.
     Cancelled,
-    /// Its process ended by itself.
+    /// Its process ended by itself (during a turn, or while idle: see [`Worker::is_gone`]).
     Died,
     /// Its protocol broke (an I/O error, its stdout closed), its turn panicked, or the turn
     /// retired it.
@@ -83,6 +84,32 @@ impl Worker {
     pub fn pid(&self) -> u32 {
         // A pool starts its workers with `Process::spawn`, which starts the child at once.
         self.job.pid().unwrap_or_default()
+    }
+
+    /// Whether the worker's process is gone, looked at right now: its job finished (the
+    /// supervisor reaped it), or its stdout hung up (it exited, or closed the pipe a turn would
+    /// read from). A seat looks before every turn, so no request goes to a worker that left
+    /// while idle (an idle timeout of its own, say).
+    pub(super) fn is_gone(&self) -> bool {
+        if tethered::Tethered::is_finished(&self.job) {
+            return true;
+        }
+        if !self.stdout.buffer().is_empty() {
+            // Unasked-for output waits in the buffer: the worker is there.
+            return false;
+        }
+        let mut fds = [PollFd::new(self.stdout.get_ref(), PollFlags::IN)];
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        match rustix::event::poll(&mut fds, Some(&zero)) {
+            Ok(_) => fds[0]
+                .revents()
+                .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL),
+            // Cannot tell (out of memory, say): the turn's own I/O will.
+            Err(_) => false,
+        }
     }
 
     /// The token of the request whose turn this is: a turn that loops checks it between steps.
@@ -164,10 +191,17 @@ impl Worker {
     /// Why the worker must not serve again, if it must not: its process ended, it was
     /// cancelled during a turn, or retired.
     pub(super) fn unfit(&self) -> Option<Unfit> {
-        if self.job.is_finished() && !matches!(self.retired, Some(Unfit::Cancelled)) {
+        if tethered::Tethered::is_finished(&self.job)
+            && !matches!(self.retired, Some(Unfit::Cancelled))
+        {
             return Some(Unfit::Died);
         }
         self.retired.clone()
+    }
+
+    /// Counts the worker's process idle (between turns) or running in `tethered::stats()`.
+    pub(super) fn set_idle(&self, idle: bool) {
+        self.job.set_idle(idle);
     }
 
     pub(super) fn begin_turn(&mut self, token: CancelToken) {

@@ -13,6 +13,11 @@
 //!
 //! The thread is started with the first child and lives as long as the process. If it cannot
 //! be started, the spawn fails before any child exists.
+//!
+//! Fork: after `fork()` the supervisor thread does not exist in the child. Each process has
+//! a supervisor of its own ([`PerProcess`]): a forked child that spawns a child process starts
+//! its own supervisor, and never touches the parent's (whose lock may have been held by a
+//! thread that no longer exists). Jobs started in the parent belong to the parent.
 
 mod inbox;
 mod run;
@@ -24,6 +29,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
+
+use tethered::bridge::PerProcess;
 
 use crate::child::Watched;
 
@@ -38,17 +45,17 @@ pub(crate) struct Supervisor {
     next_id: AtomicU64,
 }
 
-/// The running supervisor, once started.
-static RUNNING: Mutex<Option<Arc<Supervisor>>> = Mutex::new(None);
+/// This process's supervisor, once started (one per process: see the module docs).
+static RUNNING: PerProcess<Mutex<Option<Arc<Supervisor>>>> = PerProcess::new(|| Mutex::new(None));
 
 impl Supervisor {
-    /// The supervisor, started on first use.
+    /// This process's supervisor, started on first use.
     ///
     /// # Errors
     ///
     /// If the wake channel or the thread cannot be had from the OS.
     pub(crate) fn get() -> io::Result<Arc<Supervisor>> {
-        let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut running = RUNNING.get().lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(supervisor) = &*running {
             return Ok(supervisor.clone());
         }

@@ -25,6 +25,7 @@ pub fn stopped(
         Err(NativeError::Cancelled {
             reason: seen,
             returned: Some(output),
+            ..
         }) if seen == reason => *output,
         other => panic!("expected a stop with {reason:?} and the reaped child's output: {other:?}"),
     }

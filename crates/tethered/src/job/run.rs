@@ -296,5 +296,4 @@ impl<T: Send + 'static> Job<T, External<T>> {
     pub(crate) fn token(&self) -> CancelToken {
         self.source.token()
     }
-
 }

@@ -6,8 +6,8 @@ mod abort_handle;
 mod start;
 
 pub use abort_handle::AbortHandle;
-pub use start::{external, spawn};
 pub(crate) use start::{accepted, cancel_at, make, prepare, spawn_or};
+pub use start::{external, spawn};
 
 use crate::sync::Arc;
 use std::fmt;

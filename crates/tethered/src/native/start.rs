@@ -305,8 +305,22 @@ impl<T: Send + 'static> AbortableNative<T> {
         Self::stopped_because(reason, None)
     }
 
-    /// [`stopped`](Self::stopped) with a cause.
-    pub(crate) fn stopped_because(reason: CancelReason, cause: Option<crate::Cause>) -> Self {
+    /// [`stopped`](Self::stopped) with a [`Cause`](crate::Cause) beside the reason: for an
+    /// entry point whose work cannot be done (a worker pool that gave up hands out its
+    /// requests stopped with [`CancelReason::Failed`] and why).
+    ///
+    /// ```
+    /// use tethered::{AbortableNative, CancelReason, Cause};
+    ///
+    /// let job = AbortableNative::<u32>::stopped_with_cause(CancelReason::Failed, Cause::msg("no worker starts"));
+    /// let err = job.join_blocking().unwrap_err();
+    /// assert_eq!(err.cause().unwrap().to_string(), "no worker starts");
+    /// ```
+    pub fn stopped_with_cause(reason: CancelReason, cause: impl Into<crate::Cause>) -> Self {
+        Self::stopped_because(reason, Some(cause.into()))
+    }
+
+    fn stopped_because(reason: CancelReason, cause: Option<crate::Cause>) -> Self {
         let job = make(&JobOptions::new(), None, None, |_| {
             unreachable!("a job made stopped never runs its closure")
         })

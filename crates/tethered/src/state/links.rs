@@ -13,7 +13,7 @@
 //! section that changes its flag) or is freed, whichever comes first: a long-lived parent does
 //! not collect the registrations of children that are gone.
 
-use super::{Callback, Key, Registered, TokenRef, TokenState, ACTIVE};
+use super::{ACTIVE, Callback, Key, Registered, TokenRef, TokenState};
 use crate::sync::{self, Arc};
 
 /// A linked parent, and the key of this token's link callback in it.

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
-use tethered::{CancelReason, CancelToken, Cancelled, WaitCancelled};
+use tethered::{CancelReason, CancelToken, Cause, WaitCancelled};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -106,15 +106,19 @@ where
 
     fn call(&mut self, mut request: Request<ReqBody>) -> CallFuture<S::Future> {
         let protocol = Protocol::of(request.headers());
-        let Some(token) = RequestToken::from_extensions(request.extensions()) else {
+        let Ok(token) = RequestToken::from_extensions(request.extensions()) else {
             return CallFuture::new(self.inner.call(request), None, protocol);
         };
-        if let Some(reason) = token.reason() {
-            return CallFuture::stopped(reason, protocol);
+        if token.is_cancelled() {
+            return CallFuture::stopped(CallStopped::of(&token, protocol));
         }
         if protocol == Protocol::Grpc
             && let Some(left) = token.time_left()
-            && parse_grpc_timeout(request.headers()).is_none_or(|header| left < header)
+            // A malformed header of the caller's is replaced with the deadline that holds.
+            && parse_grpc_timeout(request.headers())
+                .ok()
+                .flatten()
+                .is_none_or(|header| left < header)
             && let Some(value) = grpc_timeout(&token)
         {
             request.headers_mut().insert(GRPC_TIMEOUT, value);
@@ -133,10 +137,11 @@ pub struct CallFuture<F> {
 enum CallState<F> {
     Calling {
         inner: Pin<Box<F>>,
-        stopped: Option<WaitCancelled>,
+        /// The request's token, and the wait for its cancel.
+        stopped: Option<(CancelToken, WaitCancelled)>,
     },
     /// The token was cancelled before the call was sent.
-    Stopped(CancelReason),
+    Stopped(CallStopped),
     Done,
 }
 
@@ -145,35 +150,95 @@ impl<F> CallFuture<F> {
         CallFuture {
             state: CallState::Calling {
                 inner: Box::pin(inner),
-                stopped: token.map(CancelToken::cancelled),
+                stopped: token.map(|token| (token.clone(), token.cancelled())),
             },
             protocol,
         }
     }
 
-    fn stopped(reason: CancelReason, protocol: Protocol) -> Self {
+    fn stopped(stopped: CallStopped) -> Self {
         CallFuture {
-            state: CallState::Stopped(reason),
-            protocol,
+            protocol: stopped.protocol,
+            state: CallState::Stopped(stopped),
         }
     }
 }
 
-/// The error of a call stopped by its token (see [`BoxError`]).
-fn stopped_error(protocol: Protocol, reason: CancelReason) -> BoxError {
+/// The error of a call that [`ClientTokenLayer`] stopped because its request's token was
+/// cancelled: the reason, and the cancel's cause if it gave one. The same type with every
+/// feature (features only add): with `tonic`, a stopped gRPC call's error also carries the
+/// `tonic::Status` a tonic client reads from it (`DEADLINE_EXCEEDED` for a timeout,
+/// `CANCELLED` otherwise) as its [`source`](std::error::Error::source).
+///
+/// ```
+/// use tethered::{CancelReason, CancelSource};
+/// use tethered_tower::CallStopped;
+///
+/// let request = CancelSource::new();
+/// request.cancel(CancelReason::Timeout);
+/// let stopped = CallStopped::new(&request.token()).expect("cancelled");
+/// assert_eq!(stopped.reason(), CancelReason::Timeout);
+/// assert_eq!(stopped.to_string(), "the call was stopped: the deadline passed");
+/// ```
+#[derive(Debug)]
+pub struct CallStopped {
+    reason: CancelReason,
+    cause: Option<Cause>,
+    protocol: Protocol,
     #[cfg(feature = "tonic")]
-    if protocol == Protocol::Grpc {
-        let code = match reason {
-            CancelReason::Timeout => tonic::Code::DeadlineExceeded,
-            _ => tonic::Code::Cancelled,
-        };
-        return Box::new(tonic::Status::new(
-            code,
-            format!("the call was stopped: {reason}"),
-        ));
+    status: Option<tonic::Status>,
+}
+
+impl CallStopped {
+    /// The error for a call stopped by `token`, if it is cancelled.
+    pub fn new(token: &CancelToken) -> Option<CallStopped> {
+        token
+            .is_cancelled()
+            .then(|| CallStopped::of(token, Protocol::Http))
     }
-    let _ = protocol;
-    Box::new(Cancelled::new(reason))
+
+    fn of(token: &CancelToken, protocol: Protocol) -> CallStopped {
+        let reason = token.reason().unwrap_or(CancelReason::Requested);
+        CallStopped {
+            reason,
+            cause: token.cause(),
+            protocol,
+            #[cfg(feature = "tonic")]
+            status: (protocol == Protocol::Grpc).then(|| {
+                let code = match reason {
+                    CancelReason::Timeout => tonic::Code::DeadlineExceeded,
+                    _ => tonic::Code::Cancelled,
+                };
+                tonic::Status::new(code, format!("the call was stopped: {reason}"))
+            }),
+        }
+    }
+
+    /// Why the call was stopped.
+    pub fn reason(&self) -> CancelReason {
+        self.reason
+    }
+
+    /// The cancel's cause, if it gave one.
+    pub fn cause(&self) -> Option<&Cause> {
+        self.cause.as_ref()
+    }
+}
+
+impl fmt::Display for CallStopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the call was stopped: {}", self.reason)
+    }
+}
+
+impl std::error::Error for CallStopped {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        #[cfg(feature = "tonic")]
+        if let Some(status) = &self.status {
+            return Some(status);
+        }
+        self.cause.as_ref().map(|cause| cause.as_error() as _)
+    }
 }
 
 impl<F, B, E> Future for CallFuture<F>
@@ -187,12 +252,13 @@ where
         let this = self.get_mut();
         match &mut this.state {
             CallState::Calling { inner, stopped } => {
-                if let Some(stopped) = stopped
-                    && let Poll::Ready(reason) = Pin::new(stopped).poll(cx)
+                if let Some((token, stopped)) = stopped
+                    && Pin::new(stopped).poll(cx).is_ready()
                 {
                     // Dropping the inner call resets its stream: the next hop sees it go.
+                    let error = CallStopped::of(token, this.protocol);
                     this.state = CallState::Done;
-                    return Poll::Ready(Err(stopped_error(this.protocol, reason)));
+                    return Poll::Ready(Err(Box::new(error)));
                 }
                 match inner.as_mut().poll(cx) {
                     Poll::Ready(result) => {
@@ -202,10 +268,12 @@ where
                     Poll::Pending => Poll::Pending,
                 }
             }
-            CallState::Stopped(reason) => {
-                let reason = reason.clone();
-                this.state = CallState::Done;
-                Poll::Ready(Err(stopped_error(this.protocol, reason)))
+            CallState::Stopped(_) => {
+                let CallState::Stopped(error) = std::mem::replace(&mut this.state, CallState::Done)
+                else {
+                    unreachable!("matched above")
+                };
+                Poll::Ready(Err(Box::new(error)))
             }
             CallState::Done => panic!("`CallFuture` polled after it completed"),
         }

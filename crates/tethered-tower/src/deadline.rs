@@ -12,39 +12,84 @@ pub const GRPC_TIMEOUT: &str = "grpc-timeout";
 /// The most digits the header's value may have (gRPC's `TimeoutValue`).
 const MAX_DIGITS: usize = 8;
 
-/// The deadline a request's `grpc-timeout` header sets, if it has a well-formed one: one to
-/// eight digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`). A malformed header is no deadline.
+/// The deadline a request's `grpc-timeout` header sets: `Ok(None)` without the header, and an
+/// error that names the header for a malformed one (gRPC's `TimeoutValue` is one to eight
+/// digits and a unit: `H`, `M`, `S`, `m`, `u`, `n`). A deadline the caller meant is never
+/// silently dropped: [`RequestTokenLayer`](crate::RequestTokenLayer) answers such a request
+/// with HTTP 400 or gRPC's `INVALID_ARGUMENT`.
+///
+/// # Errors
+///
+/// [`InvalidGrpcTimeout`], for a header that is not well-formed.
 ///
 /// ```
 /// use std::time::Duration;
 /// use http::{HeaderMap, HeaderValue};
 ///
 /// let mut headers = HeaderMap::new();
+/// assert_eq!(tethered_tower::parse_grpc_timeout(&headers)?, None);
 /// headers.insert("grpc-timeout", HeaderValue::from_static("250m"));
-/// assert_eq!(tethered_tower::parse_grpc_timeout(&headers), Some(Duration::from_millis(250)));
+/// assert_eq!(tethered_tower::parse_grpc_timeout(&headers)?, Some(Duration::from_millis(250)));
 /// headers.insert("grpc-timeout", HeaderValue::from_static("soon"));
-/// assert_eq!(tethered_tower::parse_grpc_timeout(&headers), None);
+/// let err = tethered_tower::parse_grpc_timeout(&headers).unwrap_err();
+/// assert!(err.to_string().starts_with("invalid grpc-timeout header \"soon\""));
+/// # Ok::<(), tethered_tower::InvalidGrpcTimeout>(())
 /// ```
-pub fn parse_grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(GRPC_TIMEOUT)?.to_str().ok()?;
-    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+pub fn parse_grpc_timeout(headers: &HeaderMap) -> Result<Option<Duration>, InvalidGrpcTimeout> {
+    let Some(value) = headers.get(GRPC_TIMEOUT) else {
+        return Ok(None);
+    };
+    let invalid = || InvalidGrpcTimeout {
+        value: String::from_utf8_lossy(value.as_bytes()).into_owned(),
+    };
+    let text = value.to_str().map_err(|_| invalid())?;
+    let Some(split) = text.len().checked_sub(1) else {
+        return Err(invalid());
+    };
+    let (digits, unit) = text.split_at(split);
     if digits.is_empty()
         || digits.len() > MAX_DIGITS
         || !digits.bytes().all(|byte| byte.is_ascii_digit())
     {
-        return None;
+        return Err(invalid());
     }
-    let amount: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(amount.checked_mul(3600)?),
-        "M" => Duration::from_secs(amount.checked_mul(60)?),
-        "S" => Duration::from_secs(amount),
-        "m" => Duration::from_millis(amount),
-        "u" => Duration::from_micros(amount),
-        "n" => Duration::from_nanos(amount),
-        _ => return None,
-    })
+    let amount: u64 = digits.parse().map_err(|_| invalid())?;
+    let duration = match unit {
+        "H" => amount.checked_mul(3600).map(Duration::from_secs),
+        "M" => amount.checked_mul(60).map(Duration::from_secs),
+        "S" => Some(Duration::from_secs(amount)),
+        "m" => Some(Duration::from_millis(amount)),
+        "u" => Some(Duration::from_micros(amount)),
+        "n" => Some(Duration::from_nanos(amount)),
+        _ => None,
+    };
+    duration.map(Some).ok_or_else(invalid)
 }
+
+/// A `grpc-timeout` header that is not well-formed: its value, as sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidGrpcTimeout {
+    value: String,
+}
+
+impl InvalidGrpcTimeout {
+    /// The header's value, as sent (lossily decoded).
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+}
+
+impl std::fmt::Display for InvalidGrpcTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid grpc-timeout header {:?}: expected 1 to 8 digits and a unit (H, M, S, m, u, n)",
+            self.value
+        )
+    }
+}
+
+impl std::error::Error for InvalidGrpcTimeout {}
 
 /// The `grpc-timeout` value that passes on what is left of `token`'s deadline (see
 /// [`CancelToken::time_left`]), for a call made on the request's behalf: so a deadline set at
@@ -93,7 +138,22 @@ mod tests {
     fn parsed(value: &'static str) -> Option<Duration> {
         let mut headers = HeaderMap::new();
         headers.insert(GRPC_TIMEOUT, HeaderValue::from_static(value));
-        parse_grpc_timeout(&headers)
+        parse_grpc_timeout(&headers).ok().flatten()
+    }
+
+    #[test]
+    fn a_malformed_value_is_an_error_that_names_the_header() {
+        for bad in ["", "S", "123456789S", "5x", "-5S", "5 S", "5s", "1.5S"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(GRPC_TIMEOUT, HeaderValue::from_static(bad));
+            let err = parse_grpc_timeout(&headers).unwrap_err();
+            assert_eq!(err.value(), bad);
+            assert!(
+                err.to_string().starts_with("invalid grpc-timeout header"),
+                "{err}"
+            );
+        }
+        assert_eq!(parse_grpc_timeout(&HeaderMap::new()), Ok(None));
     }
 
     #[test]
@@ -125,7 +185,7 @@ mod tests {
             assert_eq!(header.to_str().unwrap(), text);
             let mut headers = HeaderMap::new();
             headers.insert(GRPC_TIMEOUT, header);
-            let back = parse_grpc_timeout(&headers).unwrap();
+            let back = parse_grpc_timeout(&headers).unwrap().unwrap();
             assert!(
                 back <= left.max(Duration::from_nanos(1)),
                 "{left:?} -> {back:?}"

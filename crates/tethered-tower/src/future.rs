@@ -10,11 +10,24 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use tethered::{CancelReason, CancelSource, WaitCancelled};
 
+use crate::body::TokenBody;
+
 /// Whether a request speaks gRPC (by its `content-type`), which decides how a stop answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Protocol {
     Grpc,
     Http,
+}
+
+/// Why the layer answers a request itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// The request's token was cancelled with this reason.
+    Stopped(CancelReason),
+    /// The request's `grpc-timeout` header is malformed.
+    BadTimeout,
+    /// The request's deadline could not be armed (no timer thread).
+    NoTimer,
 }
 
 impl Protocol {
@@ -26,19 +39,29 @@ impl Protocol {
         if grpc { Protocol::Grpc } else { Protocol::Http }
     }
 
-    /// The answer for a request stopped with `reason` (or that could not start: `None`).
-    fn answer<B: Default>(self, reason: Option<&CancelReason>, detail: &str) -> Response<B> {
-        // gRPC: DEADLINE_EXCEEDED (4), UNAVAILABLE (14), INTERNAL (13).
-        let (status, grpc_status) = match reason {
-            Some(CancelReason::Timeout) => (StatusCode::GATEWAY_TIMEOUT, "4"),
-            Some(_) => (StatusCode::SERVICE_UNAVAILABLE, "14"),
-            None => (StatusCode::INTERNAL_SERVER_ERROR, "13"),
+    /// The layer's own answer: a short plain-text reason in the body (HTTP), or a trailers-only
+    /// response with the status and the reason in `grpc-message` (gRPC).
+    pub(crate) fn answer<B>(self, answer: Answer, detail: &str) -> Response<TokenBody<B>> {
+        // gRPC: INVALID_ARGUMENT (3), DEADLINE_EXCEEDED (4), INTERNAL (13), UNAVAILABLE (14).
+        let (status, grpc_status) = match answer {
+            Answer::Stopped(CancelReason::Timeout) => (StatusCode::GATEWAY_TIMEOUT, "4"),
+            Answer::Stopped(_) => (StatusCode::SERVICE_UNAVAILABLE, "14"),
+            Answer::BadTimeout => (StatusCode::BAD_REQUEST, "3"),
+            Answer::NoTimer => (StatusCode::INTERNAL_SERVER_ERROR, "13"),
         };
-        let mut response = Response::new(B::default());
         match self {
-            Protocol::Http => *response.status_mut() = status,
+            Protocol::Http => {
+                let mut response = Response::new(TokenBody::message(format!("{detail}\n")));
+                *response.status_mut() = status;
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                );
+                response
+            }
             Protocol::Grpc => {
                 // A trailers-only response: the status in the headers of an HTTP 200.
+                let mut response = Response::new(TokenBody::empty());
                 let headers = response.headers_mut();
                 headers.insert(
                     http::header::CONTENT_TYPE,
@@ -48,9 +71,9 @@ impl Protocol {
                 if let Ok(message) = HeaderValue::from_str(&percent_encode(detail)) {
                     headers.insert("grpc-message", message);
                 }
+                response
             }
         }
-        response
     }
 }
 
@@ -67,7 +90,8 @@ fn percent_encode(text: &str) -> String {
     out
 }
 
-/// How close to its deadline a dropped response future counts as stopped by the deadline.
+/// How close to its deadline a dropped response future (or body) counts as stopped by the
+/// deadline.
 ///
 /// The deadline of a `grpc-timeout` is kept on both sides, and not only by this layer: tonic's
 /// server runs its own, outside the layer, armed a moment before this one, and the client
@@ -78,6 +102,15 @@ fn percent_encode(text: &str) -> String {
 /// a drop is the deadline, and the token reads `Timeout`, not `Dropped`. A client that hangs up
 /// on its own this close to its deadline reads `Timeout` too.
 const DEADLINE_SLACK: Duration = Duration::from_millis(50);
+
+/// The reason a request's token is cancelled with when its response (or body) is dropped
+/// unfinished: `Timeout` within [`DEADLINE_SLACK`] of its deadline, `Dropped` otherwise.
+pub(crate) fn drop_reason(deadline: Option<Instant>) -> CancelReason {
+    match deadline {
+        Some(deadline) if Instant::now() + DEADLINE_SLACK >= deadline => CancelReason::Timeout,
+        _ => CancelReason::Dropped,
+    }
+}
 
 /// The response future of [`RequestTokenService`](crate::RequestTokenService).
 #[must_use = "futures do nothing unless polled"]
@@ -92,11 +125,11 @@ enum State<F> {
     Running {
         inner: Pin<Box<F>>,
         stopped: WaitCancelled,
-        /// Cancelled with `Dropped` if the future is dropped unfinished.
+        /// Cancelled with `Dropped` if the future is dropped unfinished; handed to the body.
         source: CancelSource,
     },
-    /// The request could not be served (no timer thread for its deadline).
-    Refused(String),
+    /// The layer answers without calling the inner service.
+    Refused(Answer, String),
     Done,
 }
 
@@ -118,11 +151,9 @@ impl<F> ResponseFuture<F> {
         }
     }
 
-    pub(crate) fn refused(protocol: Protocol, err: &std::io::Error) -> Self {
+    pub(crate) fn refused(protocol: Protocol, answer: Answer, detail: String) -> Self {
         ResponseFuture {
-            state: State::Refused(format!(
-                "the request's deadline could not be armed (no timer thread: {err})"
-            )),
+            state: State::Refused(answer, detail),
             protocol,
             deadline: None,
         }
@@ -132,9 +163,8 @@ impl<F> ResponseFuture<F> {
 impl<F, B, E> Future for ResponseFuture<F>
 where
     F: Future<Output = Result<Response<B>, E>>,
-    B: Default,
 {
-    type Output = Result<Response<B>, E>;
+    type Output = Result<Response<TokenBody<B>>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -148,20 +178,23 @@ where
                     let detail = format!("the request was stopped: {reason}");
                     // Its inner future goes now; its jobs heard the reason already.
                     this.state = State::Done;
-                    return Poll::Ready(Ok(protocol.answer(Some(&reason), &detail)));
+                    return Poll::Ready(Ok(protocol.answer(Answer::Stopped(reason), &detail)));
                 }
-                match inner.as_mut().poll(cx) {
-                    Poll::Ready(result) => {
-                        this.state = State::Done;
-                        Poll::Ready(result)
-                    }
-                    Poll::Pending => Poll::Pending,
-                }
+                let result = std::task::ready!(inner.as_mut().poll(cx));
+                let State::Running { source, .. } = std::mem::replace(&mut this.state, State::Done)
+                else {
+                    unreachable!("matched above")
+                };
+                // The headers are out, not the body: the body holds the token to its end.
+                let deadline = this.deadline;
+                Poll::Ready(result.map(|response| {
+                    response.map(|body| TokenBody::streaming(body, source, deadline))
+                }))
             }
-            State::Refused(detail) => {
-                let detail = std::mem::take(detail);
+            State::Refused(answer, detail) => {
+                let (answer, detail) = (*answer, std::mem::take(detail));
                 this.state = State::Done;
-                Poll::Ready(Ok(protocol.answer(None, &detail)))
+                Poll::Ready(Ok(protocol.answer(answer, &detail)))
             }
             State::Done => panic!("`ResponseFuture` polled after it completed"),
         }
@@ -173,13 +206,7 @@ impl<F> Drop for ResponseFuture<F> {
         if let State::Running { source, .. } = &self.state {
             // Unfinished: the client went away (or middleware dropped the request), or a
             // deadline outside this layer fired (see `DEADLINE_SLACK`).
-            let reason = match self.deadline {
-                Some(deadline) if Instant::now() + DEADLINE_SLACK >= deadline => {
-                    CancelReason::Timeout
-                }
-                _ => CancelReason::Dropped,
-            };
-            source.cancel(reason);
+            source.cancel(drop_reason(self.deadline));
         }
     }
 }
@@ -194,7 +221,7 @@ impl<F> fmt::Debug for ResponseFuture<F> {
                     "running"
                 }
             }
-            State::Refused(_) => "refused",
+            State::Refused(..) => "refused",
             State::Done => "done",
         };
         f.debug_struct("ResponseFuture")

@@ -8,8 +8,9 @@ use tethered::{CancelSource, CancelToken};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::body::TokenBody;
 use crate::deadline::parse_grpc_timeout;
-use crate::future::{Protocol, ResponseFuture};
+use crate::future::{Answer, Protocol, ResponseFuture};
 use crate::token::RequestToken;
 
 /// A tower layer that gives every request a [`CancelToken`] (as a [`RequestToken`] in its
@@ -27,22 +28,29 @@ use crate::token::RequestToken;
 /// - with the server token's reason (`Shutdown`, say) when it is cancelled; the response, if
 ///   the handler has not answered, is gRPC's `UNAVAILABLE` or HTTP 503.
 ///
-/// Jobs the handler spawns as children of the request's token get the reason.
+/// Jobs the handler spawns as children of the request's token get the reason. The layer's own
+/// answers carry a short plain-text reason (`the request was stopped: the deadline passed`),
+/// or for gRPC, the status and that reason in `grpc-message`. A request whose `grpc-timeout`
+/// header is malformed is answered at once, without calling the handler: HTTP 400 or gRPC's
+/// `INVALID_ARGUMENT`, with a message that names the header.
+///
+/// The response's body ([`TokenBody`]) holds the request's token until its last byte is out:
+/// a client that disconnects while a body streams cancels the token with `Dropped`, so the
+/// work still producing the stream stops.
 ///
 /// ```
-/// use std::time::{Duration, Instant};
+/// # #[cfg(feature = "axum")] {
+/// use std::time::Duration;
 /// use axum::{Router, routing::get};
-/// use tethered::CancelSource;
+/// use tethered::{CancelSource, JobOptions};
 /// use tethered_tower::{RequestToken, RequestTokenLayer};
 ///
 /// async fn render(token: RequestToken) -> String {
-///     let job = tethered::AbortableNative::builder()
-///         .child_of(&token)
-///         .spawn_on(&tethered_tokio::TokioSpawner::current(), |token| {
-///             // ... native work that checks `token` ...
-///             "done"
-///         })
-///         .expect("the runtime runs");
+///     let job = tethered_tokio::spawn_native_with(JobOptions::new().child_of(&token), |token| {
+///         // ... native work that checks `token` ...
+///         "done"
+///     })
+///     .expect("the runtime runs");
 ///     job.await.unwrap_or("stopped").to_owned()
 /// }
 ///
@@ -50,6 +58,7 @@ use crate::token::RequestToken;
 /// let app: Router = Router::new()
 ///     .route("/render", get(render))
 ///     .layer(RequestTokenLayer::new(&server.token()).timeout(Duration::from_secs(10)));
+/// # }
 /// ```
 #[derive(Clone, Debug)]
 pub struct RequestTokenLayer {
@@ -97,9 +106,8 @@ pub struct RequestTokenService<S> {
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RequestTokenService<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
-    ResBody: Default,
 {
-    type Response = Response<ResBody>;
+    type Response = Response<TokenBody<ResBody>>;
     type Error = S::Error;
     type Future = ResponseFuture<S::Future>;
 
@@ -109,7 +117,14 @@ where
 
     fn call(&mut self, mut request: Request<ReqBody>) -> ResponseFuture<S::Future> {
         let protocol = Protocol::of(request.headers());
-        let deadline = match (parse_grpc_timeout(request.headers()), self.timeout) {
+        let header = match parse_grpc_timeout(request.headers()) {
+            Ok(header) => header,
+            // A deadline the caller meant and the layer cannot read: refused, not ignored.
+            Err(err) => {
+                return ResponseFuture::refused(protocol, Answer::BadTimeout, err.to_string());
+            }
+        };
+        let deadline = match (header, self.timeout) {
             (Some(header), Some(configured)) => Some(header.min(configured)),
             (header, configured) => header.or(configured),
         };
@@ -119,7 +134,11 @@ where
         if let Some(Err(err)) = timer {
             // No timer thread: the deadline could not be kept, so the request is refused
             // rather than run without it.
-            return ResponseFuture::refused(protocol, &err);
+            return ResponseFuture::refused(
+                protocol,
+                Answer::NoTimer,
+                format!("the request's deadline could not be armed (no timer thread: {err})"),
+            );
         }
         request
             .extensions_mut()

@@ -11,22 +11,22 @@
 //! request stopped by its deadline at the deadline, with the protocol's own status.
 //!
 //! ```
+//! # #[cfg(feature = "axum")] {
 //! use std::time::Duration;
 //! use axum::{Router, routing::get};
-//! use tethered::CancelSource;
+//! use tethered::{CancelSource, JobOptions};
 //! use tethered_tower::{RequestToken, RequestTokenLayer};
 //!
 //! async fn count(token: RequestToken) -> String {
-//!     let job = tethered::AbortableNative::builder()
-//!         .child_of(&token) // stops with the request, with its reason
-//!         .spawn_on(&tethered_tokio::TokioSpawner::current(), |token| {
-//!             let mut n = 0u64;
-//!             while !token.is_cancelled() && n < 1_000_000 {
-//!                 n += 1;
-//!             }
-//!             n
-//!         })
-//!         .expect("on a runtime");
+//!     // Stops with the request, with its reason.
+//!     let job = tethered_tokio::spawn_native_with(JobOptions::new().child_of(&token), |token| {
+//!         let mut n = 0u64;
+//!         while !token.is_cancelled() && n < 1_000_000 {
+//!             n += 1;
+//!         }
+//!         n
+//!     })
+//!     .expect("on a runtime");
 //!     match job.await {
 //!         Ok(n) => n.to_string(),
 //!         Err(stopped) => format!("stopped: {stopped}"),
@@ -37,7 +37,14 @@
 //! let app: Router = Router::new()
 //!     .route("/count", get(count))
 //!     .layer(RequestTokenLayer::new(&server.token()).timeout(Duration::from_secs(5)));
+//! # }
 //! ```
+//!
+//! # Features
+//!
+//! None is on by default; each puts a 0.x crate's types in this crate's API and is named after
+//! it: `axum` (the [`RequestToken`] extractor), `tonic` ([`RequestToken::from_tonic`], and the
+//! status a tonic client reads from a [`CallStopped`]).
 //!
 //! A call made on a request's behalf, through a client wrapped in [`ClientTokenLayer`], passes
 //! on what is left of the request's deadline as `grpc-timeout` and stops with the request, so a
@@ -48,17 +55,19 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod body;
 mod client;
 mod deadline;
 mod future;
 mod layer;
 mod token;
 
-pub use client::{BoxError, CallFuture, ClientTokenLayer, ClientTokenService};
-pub use deadline::{GRPC_TIMEOUT, grpc_timeout, parse_grpc_timeout};
+pub use body::{BodyStopped, TokenBody};
+pub use client::{BoxError, CallFuture, CallStopped, ClientTokenLayer, ClientTokenService};
+pub use deadline::{GRPC_TIMEOUT, InvalidGrpcTimeout, grpc_timeout, parse_grpc_timeout};
 pub use future::ResponseFuture;
 pub use layer::{RequestTokenLayer, RequestTokenService};
-pub use token::RequestToken;
+pub use token::{NoRequestToken, RequestToken};
 
 // The README's example is a doc test too.
 #[cfg(doctest)]

@@ -19,8 +19,9 @@ use tethered::CancelToken;
 /// let server = CancelSource::new();
 /// let mut request = Request::new(());
 /// request.extensions_mut().insert(RequestToken::new(server.token()));
-/// let token = RequestToken::from_extensions(request.extensions()).expect("the layer ran");
+/// let token = RequestToken::from_extensions(request.extensions())?;
 /// assert!(!token.is_cancelled());
+/// # Ok::<(), tethered_tower::NoRequestToken>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct RequestToken(CancelToken);
@@ -41,19 +42,29 @@ impl RequestToken {
         self.0
     }
 
-    /// The token the layer put in `extensions`, if it ran.
-    pub fn from_extensions(extensions: &Extensions) -> Option<CancelToken> {
+    /// The token the layer put in `extensions`.
+    ///
+    /// # Errors
+    ///
+    /// [`NoRequestToken`] if no [`RequestTokenLayer`](crate::RequestTokenLayer) ran for the
+    /// request.
+    pub fn from_extensions(extensions: &Extensions) -> Result<CancelToken, NoRequestToken> {
         extensions
             .get::<RequestToken>()
             .map(|token| token.0.clone())
+            .ok_or(NoRequestToken)
     }
 }
 
 #[cfg(feature = "tonic")]
 impl RequestToken {
-    /// The token the layer gave a tonic request, if the server runs the layer
-    /// (`Server::builder().layer(RequestTokenLayer::new(..))`): tonic hands the HTTP request's
-    /// extensions to the handler's request.
+    /// The token the layer gave a tonic request: tonic hands the HTTP request's extensions to
+    /// the handler's request, when the server runs the layer
+    /// (`Server::builder().layer(RequestTokenLayer::new(..))`).
+    ///
+    /// # Errors
+    ///
+    /// [`NoRequestToken`] if the server does not run the layer.
     ///
     /// ```
     /// use tethered::CancelSource;
@@ -64,16 +75,33 @@ impl RequestToken {
     /// let mut request = tonic::Request::new("hello");
     /// request.extensions_mut().insert(RequestToken::new(server.token()));
     ///
-    /// let token = RequestToken::from_tonic(&request).expect("the server runs the layer");
+    /// let token = RequestToken::from_tonic(&request)?;
     /// assert!(!token.is_cancelled());
+    /// # Ok::<(), tethered_tower::NoRequestToken>(())
     /// ```
-    pub fn from_tonic<T>(request: &tonic::Request<T>) -> Option<CancelToken> {
+    pub fn from_tonic<T>(request: &tonic::Request<T>) -> Result<CancelToken, NoRequestToken> {
         request
             .extensions()
             .get::<RequestToken>()
             .map(|token| token.0.clone())
+            .ok_or(NoRequestToken)
     }
 }
+
+/// A request had no [`RequestToken`]: no [`RequestTokenLayer`](crate::RequestTokenLayer) ran
+/// for it (the router or server does not have the layer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoRequestToken;
+
+impl std::fmt::Display for NoRequestToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "the request has no token: add tethered_tower::RequestTokenLayer to the router or server",
+        )
+    }
+}
+
+impl std::error::Error for NoRequestToken {}
 
 impl std::ops::Deref for RequestToken {
     type Target = CancelToken;

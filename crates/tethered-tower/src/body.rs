@@ -1,0 +1,179 @@
+//! [`TokenBody`]: a response body that holds its request's token until the last byte is out,
+//! or is the layer's own short answer.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use tethered::{CancelReason, CancelSource, WaitCancelled};
+
+use crate::client::BoxError;
+use crate::future::drop_reason;
+
+/// The body of every response that passes through a
+/// [`RequestTokenLayer`](crate::RequestTokenLayer): the inner service's body, which keeps the
+/// request's token until its end, or the layer's own answer (a plain-text reason for a request
+/// it stopped or refused).
+///
+/// The response's headers going out do not end the request: a streamed body (server-sent
+/// events, a large download, a gRPC server stream) is still being made by the request's work.
+/// So the body holds the request's token: a client that disconnects while it streams cancels
+/// it with [`CancelReason::Dropped`] (the body is dropped unfinished), and a cancel while it
+/// streams (the deadline, the server's shutdown) ends the stream with an error. A body read to
+/// its end lets the token go without cancelling it.
+pub struct TokenBody<B> {
+    kind: Kind<B>,
+}
+
+enum Kind<B> {
+    Streaming {
+        inner: Pin<Box<B>>,
+        /// Cancelled with `Dropped` (or `Timeout`, near the deadline) if the body is dropped
+        /// before its end.
+        source: Option<CancelSource>,
+        stopped: WaitCancelled,
+        deadline: Option<Instant>,
+    },
+    Message(Option<Bytes>),
+}
+
+impl<B> TokenBody<B> {
+    pub(crate) fn streaming(inner: B, source: CancelSource, deadline: Option<Instant>) -> Self {
+        TokenBody {
+            kind: Kind::Streaming {
+                inner: Box::pin(inner),
+                stopped: source.token().cancelled(),
+                source: Some(source),
+                deadline,
+            },
+        }
+    }
+
+    pub(crate) fn message(text: impl Into<Bytes>) -> Self {
+        TokenBody {
+            kind: Kind::Message(Some(text.into())),
+        }
+    }
+
+    /// An empty body (a gRPC trailers-only answer).
+    pub(crate) fn empty() -> Self {
+        TokenBody {
+            kind: Kind::Message(None),
+        }
+    }
+}
+
+/// A stream ended early because its request was stopped.
+#[derive(Debug)]
+pub struct BodyStopped {
+    reason: CancelReason,
+}
+
+impl BodyStopped {
+    /// Why the request was stopped.
+    pub fn reason(&self) -> CancelReason {
+        self.reason
+    }
+}
+
+impl fmt::Display for BodyStopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the response stream was cut short: its request was stopped ({})",
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for BodyStopped {}
+
+impl<B> Body for TokenBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        match &mut this.kind {
+            Kind::Message(text) => Poll::Ready(text.take().map(|text| Ok(Frame::data(text)))),
+            Kind::Streaming {
+                inner,
+                source,
+                stopped,
+                ..
+            } => {
+                if source.is_none() {
+                    return Poll::Ready(None);
+                }
+                // The stop first: the work that makes the stream heard it; the client must not
+                // take a cut-short stream for a whole one.
+                if let Poll::Ready(reason) = Pin::new(stopped).poll(cx) {
+                    *source = None;
+                    return Poll::Ready(Some(Err(Box::new(BodyStopped { reason }))));
+                }
+                match inner.as_mut().poll_frame(cx) {
+                    Poll::Ready(None) => {
+                        // The whole body is out: the request is done, and nothing is cancelled.
+                        *source = None;
+                        Poll::Ready(None)
+                    }
+                    Poll::Ready(Some(frame)) => Poll::Ready(Some(frame.map_err(Into::into))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Message(text) => text.is_none(),
+            Kind::Streaming { inner, source, .. } => source.is_none() || inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Message(Some(text)) => SizeHint::with_exact(text.len() as u64),
+            Kind::Message(None) => SizeHint::with_exact(0),
+            Kind::Streaming { inner, .. } => inner.size_hint(),
+        }
+    }
+}
+
+impl<B> Drop for TokenBody<B> {
+    fn drop(&mut self) {
+        if let Kind::Streaming {
+            source: Some(source),
+            deadline,
+            ..
+        } = &self.kind
+        {
+            // Dropped before its end: the client went away while it streamed (or a deadline
+            // outside the layer fired: see `DEADLINE_SLACK`).
+            source.cancel(drop_reason(*deadline));
+        }
+    }
+}
+
+impl<B> fmt::Debug for TokenBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.kind {
+            Kind::Streaming {
+                source: Some(_), ..
+            } => "streaming",
+            Kind::Streaming { source: None, .. } => "ended",
+            Kind::Message(_) => "message",
+        };
+        f.debug_struct("TokenBody").field("kind", &kind).finish()
+    }
+}

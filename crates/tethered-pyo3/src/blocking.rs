@@ -1,22 +1,24 @@
-//! [`run_native`] and [`Builder::run`](crate::Builder::run): a synchronous `#[pyfunction]`
-//! whose native work Ctrl-C stops.
+//! [`run_native`] and [`run_native_with`]: a synchronous `#[pyfunction]` whose native work
+//! Ctrl-C stops.
 //!
 //! The closure runs on a native thread; the calling thread (the interpreter's) waits for it
 //! with the GIL released and attaches to run Python's signal handlers (`PyErr_CheckSignals`)
-//! every [`SIGNAL_CHECK`]. When a handler raises (`KeyboardInterrupt` for Ctrl-C), or
-//! the timeout passes, the job's token is cancelled and the call waits for the closure to
-//! return, up to the grace; then it raises. A native core crate sees only a `CancelToken`.
+//! every [`SIGNAL_CHECK`]. When a handler raises (`KeyboardInterrupt` for Ctrl-C), the job's
+//! token is cancelled and the call waits for the job's handle: the closure's return, or the
+//! end of the options' grace. A deadline of the options cancels the job by itself. A native
+//! core crate sees only a `CancelToken`.
 //!
 //! # States of a call
 //!
 //! ```text
-//!  Waiting ──closure returned──▶ return its value
-//!     │ a signal handler raised / the timeout passed: token cancelled
+//!  Waiting ──handle resolved──▶ return its value (TimeoutError for a deadline)
+//!     │ a signal handler raised: token cancelled (Dropped, the exception's name the cause)
 //!     ▼
-//!  Stopping ──closure returned──▶ raise (KeyboardInterrupt, or TimeoutError)
-//!     │ the grace passed, or a second signal handler raised
+//!  Interrupted ──handle resolved (closure returned, or grace passed)──▶ raise that exception
+//!     │ a second signal handler raised
 //!     ▼
-//!  raise at once; the job is detached (counted in `stats().detached` until it returns)
+//!  raise the second exception at once; the job is detached (counted in `stats().detached`
+//!  until its closure returns)
 //! ```
 
 use std::pin::Pin;
@@ -28,11 +30,114 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::{PyRuntimeError, PyTimeoutError};
 use pyo3::panic::PanicException;
 use pyo3::prelude::*;
-use tethered::{AbortableNative, CancelReason, NativeError};
+use tethered::{
+    AbortableNative, CancelReason, CancelToken, Cause, JobOptions, NativeError, Placement, Tethered,
+};
 
-/// How often a waiting call runs Python's signal handlers: Ctrl-C is seen within this. Each
-/// look takes the GIL for a moment (a few microseconds when nothing is pending).
+use crate::outcome::timeout_message;
+
+/// How often a waiting [`run_native`] call runs Python's signal handlers: Ctrl-C is seen
+/// within this. Each look takes the GIL for a moment (a few microseconds when nothing is
+/// pending).
+///
+/// ```
+/// assert_eq!(tethered_pyo3::SIGNAL_CHECK, std::time::Duration::from_millis(20));
+/// ```
 pub const SIGNAL_CHECK: Duration = Duration::from_millis(20);
+
+/// Runs `f` on a native thread while the calling thread waits for it, so that Ctrl-C stops
+/// a synchronous call: for a plain (not `async`) `#[pyfunction]`. It is
+/// [`run_native_with`]`(py, JobOptions::new(), f)`: a new thread, no deadline, a call that waits
+/// for `f` to return.
+///
+/// The calling thread waits with the GIL released (other Python threads run) and runs
+/// Python's signal handlers every [`SIGNAL_CHECK`]. When one raises (`KeyboardInterrupt` for
+/// Ctrl-C, or whatever a handler of the application's raises), `f`'s token is cancelled with
+/// [`CancelReason::Dropped`] (the caller gave up) and the cause `"interrupted:
+/// KeyboardInterrupt"`, and the call waits for `f` to return, then raises that exception (the
+/// value is dropped). A second Ctrl-C while it waits raises at once, leaving `f` to return by
+/// itself. Signals reach only the main thread: called from another thread, only a deadline of
+/// [`run_native_with`]'s options stops it.
+///
+/// A native core crate that knows nothing of Python sees only the `CancelToken`.
+///
+/// # Errors
+///
+/// The signal handler's exception, pyo3's `PanicException` if `f` panicked, and
+/// `RuntimeError` if the job could not start or was stopped before it ran (a parent token, a
+/// scope).
+///
+/// ```no_run
+/// use pyo3::prelude::*;
+///
+/// /// `count(10**12)` counts on a native thread; Ctrl-C stops it within one step and raises
+/// /// `KeyboardInterrupt` once it returned.
+/// #[pyfunction]
+/// fn count(py: Python<'_>, limit: u64) -> PyResult<u64> {
+///     tethered_pyo3::run_native(py, move |token| {
+///         let mut n = 0u64;
+///         while n < limit && !token.is_cancelled() {
+///             n += 1;
+///         }
+///         n
+///     })
+/// }
+/// ```
+pub fn run_native<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    run_native_with(py, JobOptions::new(), f)
+}
+
+/// [`run_native`] with [`JobOptions`]: every option is honoured.
+///
+/// - `timeout` or `deadline`: cancels the job with [`CancelReason::Timeout`] when it passes,
+///   and the call raises `TimeoutError` once `f` returned (or once the grace passed).
+/// - `grace`: how long an interrupted or timed-out call waits for `f` to return before it
+///   raises anyway, leaving `f` to return by itself (counted in
+///   [`stats()`](tethered::stats)`.detached` until then). Unset, it waits as long as `f`
+///   takes; a second Ctrl-C raises at once either way.
+/// - `name`, `child_of`, `panic`, and the placement (`on` a spawner, `in_scope`): as for every
+///   job; unplaced, `f` runs on a new thread.
+///
+/// # Errors
+///
+/// As [`run_native`], and `TimeoutError` when the deadline passed.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use pyo3::prelude::*;
+/// use tethered::JobOptions;
+///
+/// /// `solve(puzzle)` gives up after 10 s (`TimeoutError`), and once interrupted waits at
+/// /// most 1 s for the solver to notice.
+/// #[pyfunction]
+/// fn solve(py: Python<'_>, puzzle: Vec<u8>) -> PyResult<usize> {
+///     let options = JobOptions::new()
+///         .name("solver")
+///         .timeout(Duration::from_secs(10))
+///         .grace(Duration::from_secs(1));
+///     tethered_pyo3::run_native_with(py, options, move |token| {
+///         let mut tries = 0;
+///         while !token.is_cancelled() && tries < puzzle.len() * 1_000 {
+///             tries += 1;
+///         }
+///         tries
+///     })
+/// }
+/// ```
+pub fn run_native_with<P, T, F>(py: Python<'_>, options: JobOptions<P>, f: F) -> PyResult<T>
+where
+    P: Placement,
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    let job = tethered::spawn(options, f)
+        .map_err(|err| PyRuntimeError::new_err(format!("the native job did not start: {err}")))?;
+    wait(py, job)
+}
 
 /// Wakes the waiting thread.
 struct Unpark(Thread);
@@ -47,33 +152,11 @@ impl Wake for Unpark {
     }
 }
 
-/// Why the call stopped waiting for a value.
-enum Stop {
-    /// A signal handler raised this.
-    Signal(PyErr),
-    /// The timeout passed.
-    Timeout(Duration),
-}
-
-/// How long a call waits, and how long it gives a cancelled closure.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Limits {
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) grace: Option<Duration>,
-}
-
 /// Waits for `job` as the module docs say; the closure's value, or the error to raise.
-pub(crate) fn wait<T: Send + 'static>(
-    py: Python<'_>,
-    mut job: AbortableNative<T>,
-    limits: Limits,
-) -> PyResult<T> {
+fn wait<T: Send + 'static>(py: Python<'_>, mut job: AbortableNative<T>) -> PyResult<T> {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let started = Instant::now();
-    let deadline = limits
-        .timeout
-        .and_then(|timeout| started.checked_add(timeout));
-    let mut stop: Option<(Stop, Option<Instant>)> = None;
+    // The exception of the signal handler that interrupted the call.
+    let mut interrupted: Option<PyErr> = None;
     loop {
         // Without the GIL: the closure (and every other Python thread) runs meanwhile.
         let ready = py.detach(|| {
@@ -84,79 +167,42 @@ pub(crate) fn wait<T: Send + 'static>(
                     return Some(result);
                 }
                 let now = Instant::now();
-                let mut until = check_at;
-                if stop.is_none() {
-                    if let Some(deadline) = deadline {
-                        until = until.min(deadline);
-                    }
-                }
-                if let Some((_, Some(give_up))) = &stop {
-                    until = until.min(*give_up);
-                }
-                if now >= until {
+                if now >= check_at {
                     return None;
                 }
                 // `park_timeout` sleeps through a signal (it retries the futex wait on EINTR):
                 // the handlers run at the next tick, within `SIGNAL_CHECK`.
-                std::thread::park_timeout(until - now);
+                std::thread::park_timeout(check_at - now);
             }
         });
         if let Some(result) = ready {
-            return match stop {
+            return match interrupted {
                 None => value(result),
-                // Stopped: the closure has returned; its value is dropped and the stop raised.
-                Some((stop, _)) => Err(raise(stop)),
+                Some(err) => {
+                    // The closure has returned (or its grace passed): its value is dropped.
+                    tethered::bridge::drop_contained(result);
+                    Err(err)
+                }
             };
         }
-        let now = Instant::now();
-        match &stop {
-            None => {
-                let reason = if let Err(err) = py.check_signals() {
-                    let name = err.get_type(py).name().map_or_else(
-                        |_| "a signal handler's exception".to_owned(),
-                        |n| n.to_string(),
-                    );
-                    Some((
-                        Stop::Signal(err),
-                        CancelReason::custom(format!("interrupted: {name}")),
-                    ))
-                } else if deadline.is_some_and(|deadline| now >= deadline) {
-                    let timeout = limits.timeout.unwrap_or_default();
-                    Some((Stop::Timeout(timeout), CancelReason::Timeout))
-                } else {
-                    None
-                };
-                if let Some((why, reason)) = reason {
-                    job.cancel(reason);
-                    let give_up = limits.grace.and_then(|grace| now.checked_add(grace));
-                    stop = Some((why, give_up));
-                }
-            }
-            Some((_, give_up)) => {
-                // A second signal (Ctrl-C again) or the grace passed: raise now, and leave the
-                // closure to return by itself, counted as detached.
-                let again = py.check_signals().err();
-                let late = give_up.is_some_and(|give_up| now >= give_up);
-                if again.is_some() || late {
-                    job.detach();
-                    let (first, _) = stop.take().expect("matched Some");
-                    return Err(match again {
-                        Some(err) => err,
-                        None => raise(first),
-                    });
-                }
-            }
+        let Err(err) = py.check_signals() else {
+            continue;
+        };
+        if interrupted.is_some() {
+            // A second signal (Ctrl-C again): raise now, and leave the closure to return by
+            // itself, counted as detached.
+            job.detach();
+            return Err(err);
         }
-    }
-}
-
-/// The error a stop raises.
-fn raise(stop: Stop) -> PyErr {
-    match stop {
-        Stop::Signal(err) => err,
-        Stop::Timeout(timeout) => PyTimeoutError::new_err(format!(
-            "the native call did not return within {timeout:?}; it was cancelled with Timeout"
-        )),
+        let name = err.get_type(py).name().map_or_else(
+            |_| "a signal handler's exception".to_owned(),
+            |n| n.to_string(),
+        );
+        job.cancel_with_cause(
+            CancelReason::Dropped,
+            Cause::msg(format!("interrupted: {name}")),
+        );
+        interrupted = Some(err);
     }
 }
 
@@ -164,6 +210,11 @@ fn raise(stop: Stop) -> PyErr {
 fn value<T>(result: Result<T, NativeError<T>>) -> PyResult<T> {
     match result {
         Ok(value) => Ok(value),
+        Err(err) if err.cancel_reason() == Some(CancelReason::Timeout) => {
+            let timeout = PyTimeoutError::new_err(timeout_message(&err));
+            tethered::bridge::drop_contained(err);
+            Err(timeout)
+        }
         // Cancelled from elsewhere (a parent token, a scope) after it returned: its value.
         Err(NativeError::Cancelled {
             returned: Some(value),
@@ -179,11 +230,14 @@ fn value<T>(result: Result<T, NativeError<T>>) -> PyResult<T> {
         Err(NativeError::Cancelled {
             reason,
             returned: None,
+            ..
         }) => Err(PyRuntimeError::new_err(format!(
             "the native call was cancelled before it ran: {reason}"
         ))),
-        Err(err) => Err(PyRuntimeError::new_err(format!(
-            "the native call stopped: {err}"
-        ))),
+        Err(err) => {
+            let message = format!("the native call stopped: {err}");
+            tethered::bridge::drop_contained(err);
+            Err(PyRuntimeError::new_err(message))
+        }
     }
 }

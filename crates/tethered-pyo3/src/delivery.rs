@@ -9,31 +9,35 @@
 //! loop) runs on this one thread, in the order the jobs finished.
 //!
 //! If the OS refuses the thread, deliveries run where the job finished, as a last resort.
+//! The thread is per process ([`PerProcess`]): a child forked by `multiprocessing` or a
+//! preloading server starts its own on its first delivery, where its parent's does not exist.
 
-use std::sync::OnceLock;
 use std::sync::mpsc::{Sender, channel};
+
+use tethered::bridge::PerProcess;
 
 /// A delivery: converts an outcome under the GIL and hands it to its loop.
 type Delivery = Box<dyn FnOnce() + Send>;
 
-/// The delivery thread's queue; `None` if the thread could not be started.
-static QUEUE: OnceLock<Option<Sender<Delivery>>> = OnceLock::new();
+/// This process's delivery thread's queue; `None` if the thread could not be started.
+static QUEUE: PerProcess<Option<Sender<Delivery>>> = PerProcess::new(start);
 
-/// Runs `delivery` on the delivery thread (started on first use).
+fn start() -> Option<Sender<Delivery>> {
+    let (sender, deliveries) = channel::<Delivery>();
+    std::thread::Builder::new()
+        .name("tethered-pyo3-delivery".into())
+        .spawn(move || {
+            for delivery in deliveries {
+                delivery();
+            }
+        })
+        .ok()
+        .map(|_| sender)
+}
+
+/// Runs `delivery` on this process's delivery thread (started on first use).
 pub(crate) fn deliver(delivery: Delivery) {
-    let queue = QUEUE.get_or_init(|| {
-        let (sender, deliveries) = channel::<Delivery>();
-        std::thread::Builder::new()
-            .name("tethered-pyo3-delivery".into())
-            .spawn(move || {
-                for delivery in deliveries {
-                    delivery();
-                }
-            })
-            .ok()
-            .map(|_| sender)
-    });
-    match queue {
+    match QUEUE.get() {
         Some(sender) => {
             if let Err(refused) = sender.send(delivery) {
                 // The thread is gone (it never ends while its sender lives): deliver here.

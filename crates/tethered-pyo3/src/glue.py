@@ -5,7 +5,10 @@ Compiled once per interpreter by glue.rs; nothing here is public API.
 
 import asyncio
 import collections.abc
+import gc
+import math
 import sys
+import types
 
 # How `resolve` settles a future (the Rust side passes these numbers).
 RESULT = 0
@@ -48,6 +51,17 @@ def _replacement(cause, what):
     return error
 
 
+# Why the awaiter stopped waiting (the Rust side's `Stop`): it gave up, or a deadline expired.
+GAVE_UP = 0
+TIMEOUT = 1
+
+# What anyio's asyncio backend appends to the message of a cancel that its deadline made.
+_ANYIO_DEADLINE = "; reason: deadline exceeded"
+
+# Coroutine frames and the objects they await: what `_deadline_expired` walks through.
+_WALKED = (types.CoroutineType, types.GeneratorType, types.AsyncGeneratorType)
+
+
 def cancel_message(exc):
     """The message a `cancel(msg)` gave a CancelledError, or None."""
     if exc.args and exc.args[0] is not None:
@@ -55,8 +69,47 @@ def cancel_message(exc):
     return None
 
 
+def asyncio_stop(task, message):
+    """Why `task` was cancelled: TIMEOUT when a deadline did it, GAVE_UP otherwise.
+
+    asyncio cancels a task without saying why, so the deadline is found where it lives: the
+    `asyncio.Timeout` (3.11+, behind `asyncio.timeout`, `timeout_at` and, from 3.12,
+    `wait_for`) of an `async with` on the task's chain of awaits, which reads `expired()` once
+    it fired. anyio's cancel scopes say so in their message.
+    """
+    if message is not None and message.endswith(_ANYIO_DEADLINE):
+        return TIMEOUT
+    if task is not None and _deadline_expired(task.get_coro()):
+        return TIMEOUT
+    return GAVE_UP
+
+
+def _deadline_expired(coro):
+    """Whether an expired `asyncio.Timeout` is held by a frame on the chain of awaits from
+    `coro` (an `async with` keeps the context manager, or its bound `__aexit__`, on the frame's
+    stack until it exits)."""
+    timeout_type = getattr(asyncio, "Timeout", None)
+    if timeout_type is None:
+        return False  # 3.10: no such object; its `wait_for` reads as GAVE_UP
+    stack = [coro]
+    seen = set()
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        for ref in gc.get_referents(obj):
+            held = getattr(ref, "__self__", ref) if isinstance(ref, types.MethodType) else ref
+            if isinstance(held, timeout_type):
+                if held.expired():
+                    return True
+            elif isinstance(ref, _WALKED):
+                stack.append(ref)
+    return False
+
+
 class NativeCall:
-    """What `spawn_native` and `spawn_native_joined` return: a coroutine written by hand that
+    """What `spawn_native` and `spawn_native_with` return: a coroutine written by hand that
     awaits the native job's future `fut`.
 
     A coroutine by hand rather than an `async def`: a coroutine cancelled before its first step
@@ -70,24 +123,20 @@ class NativeCall:
     native side needs no step of the coroutine to begin, and a coroutine that is never awaited
     stops its job when it is freed (`fut`'s done callback goes with it).
 
-    - Plain (`joined` false): the task waits on `fut` itself, so cancelling the task cancels
-      `fut` (with the task's cancel message), which cancels the job; the CancelledError comes
-      at once, while the closure returns in its own time.
-    - Joined: the task waits on a separate waiter future, so `fut` stays pending until the
-      native code has returned; a cancel cancels the job with `cancel(message)` and is raised
-      only once the job has returned. Cancels that come while waiting are absorbed; the first
-      one is raised at the end.
-
-    Either way, a cancel before the first step cancels the job, and anything else thrown in
-    (or closing the coroutine unfinished) cancels it too: its awaiter is gone.
+    The task waits on a separate waiter future, so `fut` stays pending until the job's handle
+    resolves: when the closure returned, or once the job's grace passed after a cancel (the
+    Rust side abandons it then, at once for a grace of zero). A cancel cancels the job with
+    `cancel(stop, message)` and is raised once `fut` is done. Cancels that come while waiting
+    are absorbed; the first one is raised at the end. A cancel before the first step cancels
+    the job too, and anything else thrown in (or closing the coroutine unfinished) cancels it:
+    its awaiter is gone.
     """
 
-    __slots__ = ("_fut", "_cancel", "_joined", "_cancelled", "_closed")
+    __slots__ = ("_fut", "_cancel", "_cancelled", "_closed")
 
-    def __init__(self, fut, cancel, joined):
+    def __init__(self, fut, cancel):
         self._fut = fut
         self._cancel = cancel
-        self._joined = joined
         self._cancelled = None
         self._closed = False
 
@@ -101,45 +150,29 @@ class NativeCall:
         return self.send(None)
 
     def send(self, _value):
-        if self._joined:
-            return self._step_joined()
         return self._step()
 
     def throw(self, typ, value=None, traceback=None):
         if value is None:
             value = typ() if isinstance(typ, type) else typ
         if isinstance(value, asyncio.CancelledError):
-            if self._joined:
-                if self._cancelled is None:
-                    self._cancelled = value
-                    self._cancel(cancel_message(value))
-                return self._step_joined()
-            # The task cancelled `fut` already if it waited on it; not before its first step.
-            if not self._fut.done():
-                self._fut.cancel(cancel_message(value))
-            self._closed = True
-            raise value
+            if self._cancelled is None:
+                self._cancelled = value
+                message = cancel_message(value)
+                self._cancel(asyncio_stop(asyncio.current_task(), message), message)
+            return self._step()
         if not self._closed and not self._fut.done():
-            self._cancel(None)
+            self._cancel(GAVE_UP, None)
         self._closed = True
         raise value
 
     def close(self):
         # Closed unfinished (its task was destroyed without finishing): stop the job.
         if not self._closed and not self._fut.done():
-            self._cancel(None)
+            self._cancel(GAVE_UP, None)
         self._closed = True
 
     def _step(self):
-        fut = self._fut
-        if fut.done():
-            self._closed = True
-            # The job's value, or its exception (a CancelledError for a cancelled future).
-            raise StopIteration(fut.result())
-        fut._asyncio_future_blocking = True
-        return fut
-
-    def _step_joined(self):
         fut = self._fut
         if fut.done():
             self._closed = True
@@ -155,16 +188,15 @@ class NativeCall:
 
     def __repr__(self):
         state = "done" if self._fut.done() else "running"
-        kind = "joined " if self._joined else ""
-        return f"<tethered native {kind}call ({state})>"
+        return f"<tethered native call ({state})>"
 
 
 collections.abc.Coroutine.register(NativeCall)
 
 
-def call(fut, cancel, joined):
+def call(fut, cancel):
     """The awaitable of a native job: see `NativeCall`."""
-    return NativeCall(fut, cancel, joined)
+    return NativeCall(fut, cancel)
 
 
 def running_library():
@@ -218,14 +250,14 @@ def trio_resolve(state, how, value):
         trio.lowlevel.reschedule(task, outcome.Value(None))
 
 
-async def trio_wait(state, cancel, joined):
+async def trio_wait(state, cancel):
     """The trio call of a native job: a real coroutine (trio runs a coroutine's body from its
     first step, and delivers cancellation only at its checkpoints).
 
     Waiting is `wait_task_rescheduled`, a checkpoint: a cancel of the enclosing scope (now or
-    while it waits) runs `abort`, which cancels the job. Plain: the task is rescheduled with
-    `Cancelled` at once, as trio's `to_thread.run_sync(abandon_on_cancel=True)` does. Joined:
-    the task waits until the job has returned, then raises the `Cancelled`.
+    while it waits) runs `abort`, which cancels the job (TIMEOUT when the effective deadline has
+    passed) and waits until its handle resolved (the closure returned, or its grace passed),
+    then raises the `Cancelled`.
     """
     import trio
 
@@ -233,16 +265,17 @@ async def trio_wait(state, cancel, joined):
         await trio.lowlevel.checkpoint()
         return _trio_outcome(state.outcome)
     state.task = trio.lowlevel.current_task()
+    deadline = trio.current_effective_deadline()
     raise_cancel = None
 
     def abort(raise_cancel_fn):
         nonlocal raise_cancel
-        cancel(None)
-        if joined:
-            raise_cancel = raise_cancel_fn
-            return trio.lowlevel.Abort.FAILED
-        state.task = None
-        return trio.lowlevel.Abort.SUCCEEDED
+        # -inf: the scope was cancelled before the call began to wait, which says nothing of a
+        # deadline.
+        timed_out = math.isfinite(deadline) and trio.current_time() >= deadline
+        cancel(TIMEOUT if timed_out else GAVE_UP, None)
+        raise_cancel = raise_cancel_fn
+        return trio.lowlevel.Abort.FAILED
 
     await trio.lowlevel.wait_task_rescheduled(abort)
     if raise_cancel is not None:

@@ -21,17 +21,39 @@ pub(crate) enum Settle {
     Cancel = 2,
 }
 
+/// Why the awaiter of a job stopped waiting, as `glue.py` classifies it (the numbers it passes
+/// to the cancel function).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Cancelled for any reason but a deadline: [`CancelReason::Dropped`](tethered::CancelReason::Dropped).
+    GaveUp = 0,
+    /// A deadline of asyncio's, anyio's or trio's expired:
+    /// [`CancelReason::Timeout`](tethered::CancelReason::Timeout).
+    Timeout = 1,
+}
+
+impl Stop {
+    /// The stop `glue.py` passed; an unknown number is a caller that gave up.
+    pub(crate) fn from_code(code: u8) -> Stop {
+        if code == Stop::Timeout as u8 {
+            Stop::Timeout
+        } else {
+            Stop::GaveUp
+        }
+    }
+}
+
 /// The functions of `glue.py`.
 pub(crate) struct Glue {
     /// `resolve(fut, how, value)`.
     pub(crate) resolve: Py<PyAny>,
-    /// `call(fut, cancel, joined)`: the awaitable of a job, a coroutine by hand.
+    /// `call(fut, cancel)`: the awaitable of a job, a coroutine by hand.
     pub(crate) call: Py<PyAny>,
     /// `asyncio.get_running_loop`.
     pub(crate) get_running_loop: Py<PyAny>,
     /// `running_library()`: "asyncio", "trio" or None.
     pub(crate) running_library: Py<PyAny>,
-    /// `trio_state()`, `trio_resolve(state, how, value)`, `trio_wait(state, cancel, joined)`.
+    /// `trio_state()`, `trio_resolve(state, how, value)`, `trio_wait(state, cancel)`.
     pub(crate) trio_state: Py<PyAny>,
     pub(crate) trio_resolve: Py<PyAny>,
     pub(crate) trio_wait: Py<PyAny>,

@@ -10,6 +10,9 @@ use pyo3::{IntoPyObject, IntoPyObjectExt};
 /// that long, on the thread that saw the job finish (usually the one it ran on). An `Err` is raised in the awaiting coroutine as that
 /// Python exception.
 ///
+/// Sealed: the two blanket implementations below are all there is, so that a closure's type
+/// alone decides how its value reaches Python.
+///
 /// `Marker` only keeps the two blanket implementations apart ([`marker::Value`] for plain
 /// values, [`marker::Fallible`] for `Result`s); the compiler infers it, so code never names it.
 ///
@@ -28,9 +31,23 @@ use pyo3::{IntoPyObject, IntoPyObjectExt};
 ///     })
 /// }
 /// ```
-pub trait IntoPyResult<Marker>: Send + 'static {
+pub trait IntoPyResult<Marker>: sealed::Sealed<Marker> + Send + 'static {
     /// Converts the value into a Python object, or the error it carries into a [`PyErr`].
     fn into_py_result(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+}
+
+mod sealed {
+    /// Implemented exactly where [`IntoPyResult`](super::IntoPyResult) is.
+    pub trait Sealed<Marker> {}
+}
+
+impl<T> sealed::Sealed<Value> for T where T: for<'py> IntoPyObject<'py> + Send + 'static {}
+
+impl<T, E> sealed::Sealed<Fallible> for Result<T, E>
+where
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
+    E: Into<PyErr> + Send + 'static,
+{
 }
 
 /// The [`IntoPyResult`] marker of a plain value (`u64`, `String`, `Vec<T>`, `Py<PyAny>`, ...).

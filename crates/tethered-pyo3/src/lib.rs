@@ -44,29 +44,45 @@
 //!
 //! The same functions work under trio (directly or as anyio's backend), chosen at each call:
 //! the call waits in `trio.lowlevel.wait_task_rescheduled`, whose abort callback cancels the
-//! job with [`CancelReason::Dropped`], and the outcome arrives through the run's trio token.
-//! [`run_native`] is the synchronous twin, which Ctrl-C stops.
+//! job, and the outcome arrives through the run's trio token. [`run_native`] is the
+//! synchronous twin, which Ctrl-C stops.
+//!
+//! # Options
+//!
+//! [`spawn_native_with`] and [`run_native_with`] take the family's one options value,
+//! [`JobOptions`], and honour every option: `name`, `timeout` or `deadline` (`TimeoutError`),
+//! `grace` (how long a cancelled caller waits for the closure; zero: not at all), `child_of`,
+//! `panic`, and the placement (`on` a spawner, `in_scope`; a new thread when unplaced).
+//! [`spawn_native`] and [`run_native`] are the same with `JobOptions::new()`.
+//!
+//! A cancelled caller waits for the closure to return, as anyio's and trio's
+//! `to_thread.run_sync` do, so that once a cancellation completed, the native code is done;
+//! a [`grace`](JobOptions::grace) bounds the wait, and the closure left running is counted in
+//! [`stats()`](tethered::stats)`.detached` until it returns.
 //!
 //! # What cancels a job, and with which reason
 //!
-//! | On the Python side | The job's token |
+//! The same event reads the same [`CancelReason`] in every crate of the family; the Python
+//! side's own detail (a `cancel(msg)` message, anyio's) is kept as the token's
+//! [`cause`](CancelToken::cause).
+//!
+//! | On the Python side | The job's token: reason (cause) |
 //! | --- | --- |
-//! | `task.cancel()` | [`CancelReason::Dropped`] |
-//! | `task.cancel(msg)` | [`CancelReason::Custom`]`(msg)` |
-//! | `asyncio.wait_for` or `asyncio.timeout` expiring | `Dropped`: asyncio cancels without a message, so the future cannot tell a timeout from any other cancel |
-//! | a `TaskGroup` sibling failing; `asyncio.run` cancelling the tasks left at its end | `Dropped` |
-//! | an anyio cancel scope (`move_on_after`, `fail_after`, `cancel()`) | `Custom` with anyio's message (`"Cancelled via cancel scope ..."`; `"...; reason: deadline exceeded"` for a deadline) |
-//! | the call freed unfinished (nothing awaits it any more) | `Dropped` |
-//! | the loop closed (or freed) with the job running; the interpreter exiting | [`CancelReason::Shutdown`] |
-//! | a parent token ([`Builder::child_of`]), a [`NativeScope`](tethered::NativeScope) | theirs |
+//! | `task.cancel()`; `task.cancel(msg)` | [`Dropped`](CancelReason::Dropped) (`msg`) |
+//! | `asyncio.timeout` or `asyncio.timeout_at` expiring (3.11+), `asyncio.wait_for` expiring (3.12+) | [`Timeout`](CancelReason::Timeout) |
+//! | `asyncio.wait_for` expiring on 3.10 and 3.11 (it cancels a task of its own and keeps no trace of the deadline) | `Dropped` |
+//! | a `TaskGroup` sibling failing; `asyncio.run` cancelling the tasks left at its end; the call freed unfinished | `Dropped` |
+//! | an anyio cancel scope's `cancel()`, on asyncio | `Dropped` (anyio's message, `"Cancelled via cancel scope ..."`) |
+//! | an anyio deadline (`move_on_after`, `fail_after`), on asyncio | `Timeout` (`"...; reason: deadline exceeded"`) |
+//! | trio's (or anyio-on-trio's) deadline passing (`move_on_after`, `fail_after`) | `Timeout` |
+//! | trio's (or anyio-on-trio's) `cancel_scope.cancel()`, a nursery whose sibling failed | `Dropped` |
+//! | Ctrl-C during [`run_native`] | `Dropped` (`"interrupted: KeyboardInterrupt"`) |
+//! | the options' `timeout` or `deadline` passing | `Timeout`; the call raises `TimeoutError` |
+//! | the loop closed (or freed) with the job running; the interpreter exiting | [`Shutdown`](CancelReason::Shutdown) |
+//! | a parent token (`child_of`), a [`NativeScope`](tethered::NativeScope) | theirs, with their cause |
 //!
-//! The token is cancelled when the loop runs the future's done callbacks, on its next iteration
-//! after the cancel (asyncio runs done callbacks through `call_soon`); a loop that closes before
-//! that cancels it with `Shutdown` instead.
-//!
-//! The closure decides what a cancelled run returns; its value reaches the awaiting code only
-//! if the future is still pending (a cancel from a parent token or a scope). A job cancelled
-//! before its closure started never runs it, and its future is cancelled with the reason.
+//! asyncio cancels a task without saying why; a deadline is found where it lives, in the
+//! expired `asyncio.Timeout` of an `async with` on the awaiting task's chain of awaits.
 //!
 //! # When the loop goes away
 //!
@@ -125,7 +141,7 @@ compile_error!(
 );
 
 mod blocking;
-mod builder;
+mod call;
 mod delivery;
 mod event_loop;
 mod exit;
@@ -141,11 +157,10 @@ mod spawn;
 mod sync;
 mod tie;
 
-pub use blocking::SIGNAL_CHECK;
-pub use builder::Builder;
+pub use blocking::{SIGNAL_CHECK, run_native, run_native_with};
 pub use into_py_result::IntoPyResult;
-pub use spawn::{run_native, spawn_native, spawn_native_joined};
-pub use tethered::{CancelReason, CancelToken};
+pub use spawn::{spawn_native, spawn_native_with};
+pub use tethered::{CancelReason, CancelToken, JobOptions};
 
 /// The markers that keep [`IntoPyResult`]'s two blanket implementations apart.
 pub mod marker {

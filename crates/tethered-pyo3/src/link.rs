@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!   asyncio side (loop thread, GIL)                 native side (job thread, no GIL)
-//!   fut cancelled ──▶ done callback ──▶ abort.cancel(reason) ──▶ token.is_cancelled()
+//!   awaiter cancelled ──▶ cancel(stop, msg) ──▶ abort.cancel(reason, cause) ──▶ token.is_cancelled()
 //!   fut freed unsettled ──▶ callback dropped ──▶ abort.cancel(Dropped)
 //!   loop closed / interpreter exit ──▶ loop token ──▶ abort.cancel(Shutdown)
 //!   resolve(fut, ..) ◀── loop.call_soon_threadsafe ◀── delivery thread ◀── waker: handle ready
@@ -31,7 +31,7 @@ use std::task::{Wake, Waker};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyWeakrefMethods, PyWeakrefReference};
-use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+use tethered::{AbortableNative, CancelReason, CancelToken, Cause, NativeError};
 
 use crate::delivery;
 use crate::exit;
@@ -74,11 +74,12 @@ impl Link {
         let callback = PyCFunction::new_closure(
             py,
             Some(c"tethered_pyo3_done"),
-            Some(c"Cancels the native job when its future is cancelled or dropped."),
-            move |args, _kwargs| -> PyResult<()> {
-                let future = args.get_item(0)?;
+            Some(c"Cancels the native job when its future is done or dropped."),
+            move |_args, _kwargs| -> PyResult<()> {
+                // Done: settled with the job's outcome (the cancel below is then too late to
+                // change anything), or cancelled by code that reached the private future.
                 on_done.0.tie.unwanted();
-                on_done.0.cancel(reason_of(&future));
+                on_done.0.cancel(CancelReason::Dropped, None);
                 Ok(())
             },
         )?;
@@ -118,9 +119,9 @@ impl Link {
         Ok(link)
     }
 
-    /// Cancels the job, unless it has finished.
-    pub(crate) fn cancel(&self, reason: CancelReason) {
-        self.tie.cancel(reason);
+    /// Cancels the job, unless it has finished, with `cause` beside the reason if there is one.
+    pub(crate) fn cancel(&self, reason: CancelReason, cause: Option<Cause>) {
+        self.tie.cancel(reason, cause);
     }
 
     /// Polls the job; once it is ready, hands its outcome to the delivery thread.
@@ -137,7 +138,7 @@ impl Link {
 
     fn deliver(&self, result: Result<Convert, NativeError<Convert>>) {
         // Nothing of a user's (a conversion, a drop) may unwind into the thread that woke us.
-        let _contained = tethered::catch_panic(move || {
+        let _contained = tethered::bridge::catch_panic(move || {
             if !self.tie.is_wanted() {
                 return; // `result` is dropped detached; pyo3 defers its reference drops
             }
@@ -235,38 +236,6 @@ struct CancelOnDrop(Arc<Link>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.tie.unwanted();
-        self.0.cancel(CancelReason::Dropped);
-    }
-}
-
-/// Why a done future stopped waiting: `Custom(msg)` for `cancel(msg)`, `Dropped` otherwise
-/// (a cancel without a message, or a result set by someone else).
-fn reason_of(future: &Bound<'_, PyAny>) -> CancelReason {
-    let cancelled = future
-        .call_method0("cancelled")
-        .and_then(|cancelled| cancelled.is_truthy())
-        .unwrap_or(false);
-    if !cancelled {
-        return CancelReason::Dropped;
-    }
-    // A cancelled future's `exception()` raises a CancelledError whose args hold the message.
-    let message = match future.call_method0("exception") {
-        Err(err) => err
-            .value(future.py())
-            .getattr("args")
-            .and_then(|args| args.get_item(0)),
-        Ok(_) => return CancelReason::Dropped,
-    };
-    reason_from_message(message.ok().as_ref())
-}
-
-/// `Custom(msg)` for a cancel message that is not `None`, `Dropped` otherwise.
-pub(crate) fn reason_from_message(message: Option<&Bound<'_, PyAny>>) -> CancelReason {
-    match message
-        .filter(|message| !message.is_none())
-        .map(|message| message.str())
-    {
-        Some(Ok(text)) => CancelReason::custom(text.to_string()),
-        _ => CancelReason::Dropped,
+        self.0.cancel(CancelReason::Dropped, None);
     }
 }

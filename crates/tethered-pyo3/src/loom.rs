@@ -33,7 +33,7 @@ impl<T: Send + 'static> ModelTie<T> {
     /// The future was cancelled (or freed): what its done callback does.
     pub fn future_cancelled(&self, reason: CancelReason) {
         self.tie.unwanted();
-        self.tie.cancel(reason);
+        self.tie.cancel(reason, None);
     }
 
     /// The outcomes delivered so far.

@@ -2,17 +2,21 @@
 //!
 //! | The handle gives | The awaiting coroutine gets |
 //! | --- | --- |
-//! | `Ok(value)`, or `Err(NativeError::Cancelled { returned: Some(value), .. })` (the closure ran and returned after a cancel from a parent token or a scope) | the value, converted with [`IntoPyResult`](crate::IntoPyResult): asyncio has no stop that carries a value, so the closure decides what a stopped run returns |
+//! | `Ok(value)` | the value, converted with [`IntoPyResult`](crate::IntoPyResult) |
 //! | `Ok(Err(err))` (a `PyResult` closure) | `err` raised; a `StopIteration`, which asyncio refuses to put in a future, as a `RuntimeError` whose `__cause__` is it (as PEP 479 does for generators) |
 //! | `Err(NativeError::Panicked(..))`, or a panic in the conversion | pyo3's `PanicException` with the panic message |
-//! | `Err(NativeError::Cancelled { reason, returned: None })` (stopped before its closure ran: by a parent token, a scope, the loop's shutdown) | `CancelledError(str(reason))`: the future is cancelled |
+//! | a stop with [`CancelReason::Timeout`] (the job's own `timeout` or `deadline`, a parent's), whether the closure ran or not, or was abandoned | `TimeoutError` |
+//! | `Err(NativeError::Cancelled { returned: Some(value), .. })` with another reason (the closure ran and returned after a cancel from a parent token or a scope) | the value: asyncio has no stop that carries a value, so the closure decides what a stopped run returns |
+//! | `Err(NativeError::Cancelled { returned: None, .. })`, `Err(NativeError::Abandoned { .. })` with another reason (stopped before its closure ran, or not waited for past the grace) | `CancelledError` with the reason and its cause (`"cancellation was requested: request ended"`): the future is cancelled |
 //! | any other `Err` | `RuntimeError` with the error's message |
+//!
+//! A coroutine whose own task was cancelled raises that `CancelledError` whatever the outcome.
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTimeoutError};
 use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use tethered::NativeError;
+use tethered::{CancelReason, NativeError};
 
 use crate::glue::Settle;
 
@@ -24,31 +28,30 @@ pub(crate) fn to_python(
     py: Python<'_>,
     result: Result<Convert, NativeError<Convert>>,
 ) -> (Settle, Py<PyAny>) {
-    // A closure that ran and returned after a cancel (a parent token's, a scope's) hands its
-    // value to Python as it returned it: asyncio has no stop that carries a value, and the
-    // closure decides what a stopped run returns. A stop with nothing returned cancels.
-    let result = match result {
+    let err = match result {
+        Ok(convert) => return converted(py, convert),
+        Err(err) if err.cancel_reason() == Some(CancelReason::Timeout) => {
+            let timeout = PyTimeoutError::new_err(timeout_message(&err));
+            tethered::bridge::drop_contained(err);
+            return (Settle::Exception, timeout.into_value(py).into_any());
+        }
         Err(NativeError::Cancelled {
             returned: Some(convert),
             ..
-        }) => Ok(*convert),
-        other => other,
-    };
-    let err = match result {
-        Ok(convert) => {
-            return match tethered::catch_panic(|| convert(py)) {
-                Ok(Ok(value)) => (Settle::Result, value),
-                Ok(Err(err)) => (Settle::Exception, err.into_value(py).into_any()),
-                Err(panic) => (Settle::Exception, panic_exception(py, panic.message())),
-            };
-        }
+        }) => return converted(py, *convert),
         Err(err) => err,
     };
     let outcome = match &err {
-        NativeError::Cancelled { reason, .. } => (
-            Settle::Cancel,
-            PyString::new(py, &reason.to_string()).into_any().unbind(),
-        ),
+        NativeError::Cancelled { reason, .. } | NativeError::Abandoned { reason, .. } => {
+            let message = match err.cause() {
+                Some(cause) => format!("{reason}: {cause}"),
+                None => reason.to_string(),
+            };
+            (
+                Settle::Cancel,
+                PyString::new(py, &message).into_any().unbind(),
+            )
+        }
         NativeError::Panicked(panic) => (Settle::Exception, panic_exception(py, panic.message())),
         other => (
             Settle::Exception,
@@ -59,11 +62,32 @@ pub(crate) fn to_python(
     };
     // What the closure returned after a cancel, and a panic payload, are user data whose drop
     // may panic.
-    tethered::drop_contained(err);
+    tethered::bridge::drop_contained(err);
     outcome
 }
 
-fn panic_exception(py: Python<'_>, message: Option<&str>) -> Py<PyAny> {
+/// The message of the `TimeoutError` a job stopped by a deadline raises, in Python and in
+/// `run_native`.
+pub(crate) fn timeout_message<T>(err: &NativeError<T>) -> String {
+    match err {
+        NativeError::Abandoned { grace, .. } => format!(
+            "the native job reached its deadline and did not return within its grace of \
+             {grace:?}; it runs on detached"
+        ),
+        _ => "the native job reached its deadline".to_owned(),
+    }
+}
+
+/// The closure's value converted, or what its conversion raised.
+fn converted(py: Python<'_>, convert: Convert) -> (Settle, Py<PyAny>) {
+    match tethered::bridge::catch_panic(|| convert(py)) {
+        Ok(Ok(value)) => (Settle::Result, value),
+        Ok(Err(err)) => (Settle::Exception, err.into_value(py).into_any()),
+        Err(panic) => (Settle::Exception, panic_exception(py, panic.message())),
+    }
+}
+
+pub(crate) fn panic_exception(py: Python<'_>, message: Option<&str>) -> Py<PyAny> {
     let message = message.unwrap_or("native job panicked (with a payload that is not a string)");
     PanicException::new_err((message.to_owned(),))
         .into_value(py)

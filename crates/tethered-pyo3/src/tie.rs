@@ -24,7 +24,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use tethered::{
-    AbortHandle, AbortableNative, CallbackGuard, CancelReason, CancelToken, NativeError,
+    AbortHandle, AbortableNative, CallbackGuard, CancelReason, CancelToken, Cause, NativeError,
+    Tethered,
 };
 
 use crate::sync::{self, AtomicBool, Mutex, Ordering};
@@ -51,7 +52,7 @@ impl<T: Send + 'static> Tie<T> {
         let loop_link = {
             let abort = abort.clone();
             loop_token.on_cancel(move |reason| {
-                abort.cancel(reason.clone());
+                abort.cancel(reason);
             })
         };
         Tie {
@@ -63,8 +64,11 @@ impl<T: Send + 'static> Tie<T> {
     }
 
     /// Cancels the job, unless it has finished (with no lock held: invariant 2).
-    pub(crate) fn cancel(&self, reason: CancelReason) {
-        self.abort.cancel(reason);
+    pub(crate) fn cancel(&self, reason: CancelReason, cause: Option<Cause>) {
+        match cause {
+            Some(cause) => self.abort.cancel_with_cause(reason, cause),
+            None => self.abort.cancel(reason),
+        };
     }
 
     /// The future is done or freed: nothing will take the outcome.

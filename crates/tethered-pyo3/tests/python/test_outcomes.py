@@ -40,7 +40,7 @@ async def test_panic_is_raised_as_panic_exception_with_its_message():
 
 
 async def test_both_variants_return_the_same_coroutine_type():
-    plain, joined = ext.add(1, 1), ext.echo_joined(2)
+    plain, joined = ext.add(1, 1), ext.echo(2)
     assert type(plain) is type(joined)
     assert asyncio.iscoroutine(plain) and isinstance(plain, collections.abc.Coroutine)
     assert await plain == 2

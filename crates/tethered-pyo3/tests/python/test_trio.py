@@ -34,7 +34,7 @@ async def trio_returned(probe, timeout=RETURN_WITHIN):
 def test_a_trio_call_gives_its_value_and_its_exception():
     async def main():
         assert await ext.add(40, 2) == 42
-        assert await ext.echo_joined("joined") == "joined"
+        assert await ext.echo("joined") == "joined"
         with pytest.raises(ValueError, match="no good"):
             await ext.fail("no good")
         async with trio.open_nursery() as nursery:
@@ -50,7 +50,7 @@ def test_move_on_after_stops_the_native_loop():
             await ext.spin(probe)
         assert scope.cancelled_caught
         assert await trio_returned(probe)
-        assert probe.reason == "Dropped"
+        assert probe.reason == "Timeout"
 
     trio.run(main)
 
@@ -90,7 +90,7 @@ def test_joined_cancellation_completes_after_the_native_return():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(release_later, probe)
             with trio.move_on_after(0.05):
-                await ext.spin_joined(probe)
+                await ext.spin_lingering(probe)
             # The scope's Cancelled came only once the native code had returned.
             assert probe.returned
 
@@ -106,7 +106,7 @@ def test_plain_cancellation_completes_at_once_and_the_native_code_returns_later(
     async def main():
         probe = ext.Probe()
         with trio.move_on_after(0.05):
-            await ext.spin_lingering(probe)
+            await ext.spin_lingering(probe, grace=0)
         assert not probe.returned, "trio's abandon-on-cancel semantics: Cancelled at once"
         probe.release()
         assert await trio_returned(probe)
@@ -151,7 +151,7 @@ def test_anyio_on_trio_move_on_after_and_start_soon():
         assert await trio_returned(probe)
         async with anyio.create_task_group() as group:
             group.start_soon(ext.add, 2, 3)
-        assert await ext.echo_joined(7) == 7
+        assert await ext.echo(7) == 7
 
     anyio.run(main, backend="trio")
 

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use tethered::{CancelReason, CancelSource, CancelToken, NativeScope, ThreadSpawner};
-use tethered_pyo3::Builder;
+use tethered::{
+    CancelReason, CancelSource, CancelToken, Cause, JobOptions, NativeScope, ThreadSpawner,
+};
 
 use crate::probe::Probe;
 
@@ -75,24 +76,34 @@ fn spin_then_linger(probe: &Probe, token: &CancelToken) -> u64 {
     steps
 }
 
-/// `await spin_lingering(probe)`: [`spin`], with a clean-up after the cancel that lasts until
-/// `probe.release()`; the awaiting task's cancellation does not wait for it.
+/// `await spin_lingering(probe, grace=None)`: [`spin`], with a clean-up after the cancel that
+/// lasts until `probe.release()`. The awaiting task's cancellation waits for the clean-up, or
+/// for `grace` seconds at most (zero: not at all).
 #[pyfunction]
-pub(crate) fn spin_lingering(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
-    tethered_pyo3::spawn_native(py, move |token| spin_then_linger(&probe, &token))
+#[pyo3(signature = (probe, grace = None))]
+pub(crate) fn spin_lingering(
+    py: Python<'_>,
+    probe: Probe,
+    grace: Option<f64>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let mut options = JobOptions::new().name("spin-lingering");
+    if let Some(grace) = grace {
+        options = options.grace(Duration::from_secs_f64(grace));
+    }
+    tethered_pyo3::spawn_native_with(py, options, move |token| spin_then_linger(&probe, &token))
 }
 
-/// `await spin_joined(probe)`: as [`spin_lingering`], but the awaiting task's cancellation
-/// completes only after the clean-up.
+/// `await spin_for(probe, timeout)`: [`spin`] with a deadline of its own: it raises
+/// `TimeoutError` once `timeout` seconds have passed and the closure returned.
 #[pyfunction]
-pub(crate) fn spin_joined(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
-    tethered_pyo3::spawn_native_joined(py, move |token| spin_then_linger(&probe, &token))
-}
-
-/// `await echo_joined(value)`: [`echo`] through the joining variant.
-#[pyfunction]
-pub(crate) fn echo_joined<'py>(py: Python<'py>, value: Py<PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    tethered_pyo3::spawn_native_joined(py, move |_token| value)
+pub(crate) fn spin_for(py: Python<'_>, probe: Probe, timeout: f64) -> PyResult<Bound<'_, PyAny>> {
+    let options = JobOptions::new().timeout(Duration::from_secs_f64(timeout));
+    tethered_pyo3::spawn_native_with(py, options, move |token| {
+        probe.start(&token);
+        let steps = spin_until_cancelled(&probe, &token);
+        probe.finish(&token);
+        steps
+    })
 }
 
 /// `await idle(probe)`: sleeps in 50 ms steps on its token until cancelled: cheap enough to
@@ -135,7 +146,7 @@ pub(crate) fn ignore_token(
 /// `await thread_name()`: the name of the thread the job ran on (named with the builder).
 #[pyfunction]
 pub(crate) fn thread_name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    Builder::new().name("example-job").spawn(py, |_token| {
+    tethered_pyo3::spawn_native_with(py, JobOptions::new().name("example-job"), |_token| {
         std::thread::current().name().map(str::to_owned)
     })
 }
@@ -145,7 +156,7 @@ static POOL: LazyLock<ThreadSpawner> = LazyLock::new(|| ThreadSpawner::new().nam
 /// `await pool_thread_name()`: a job run by a spawner of the module's: its thread's name.
 #[pyfunction]
 pub(crate) fn pool_thread_name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    Builder::new().spawner(&*POOL).spawn(py, |_token| {
+    tethered_pyo3::spawn_native_with(py, JobOptions::new().on(POOL.clone()), |_token| {
         std::thread::current().name().map(str::to_owned)
     })
 }
@@ -165,9 +176,11 @@ impl Parent {
         }
     }
 
-    /// Cancels every job spawned as a child, with `CancelReason::Custom(message)`.
+    /// Cancels every job spawned as a child, with `CancelReason::Requested` and `message` as
+    /// the cause.
     fn cancel(&self, message: String) {
-        self.source.cancel(CancelReason::custom(message));
+        self.source
+            .cancel_with_cause(CancelReason::Requested, Cause::msg(message));
     }
 }
 
@@ -180,7 +193,8 @@ pub(crate) fn spin_child_of<'py>(
     probe: Probe,
 ) -> PyResult<Bound<'py, PyAny>> {
     let parent = parent.get().source.token();
-    Builder::new().child_of(&parent).spawn(py, move |token| {
+    let options = JobOptions::new().child_of(&parent);
+    tethered_pyo3::spawn_native_with(py, options, move |token| {
         probe.start(&token);
         let steps = spin_until_cancelled(&probe, &token);
         probe.finish(&token);
@@ -188,12 +202,14 @@ pub(crate) fn spin_child_of<'py>(
     })
 }
 
-static SCOPE: LazyLock<NativeScope> = LazyLock::new(|| NativeScope::new().with_max_running(2));
+static SCOPE: LazyLock<NativeScope> = LazyLock::new(|| {
+    NativeScope::new().with_max_running(std::num::NonZeroUsize::new(2).expect("2 is not zero"))
+});
 
 /// `await spin_in_scope(probe)`: [`spin`] in the module's scope, which runs two at a time.
 #[pyfunction]
 pub(crate) fn spin_in_scope(py: Python<'_>, probe: Probe) -> PyResult<Bound<'_, PyAny>> {
-    Builder::new().scope(&SCOPE).spawn(py, move |token| {
+    tethered_pyo3::spawn_native_with(py, JobOptions::new().in_scope(&SCOPE), move |token| {
         probe.start(&token);
         let steps = spin_until_cancelled(&probe, &token);
         probe.finish(&token);
@@ -242,10 +258,8 @@ pub(crate) fn queued_child_of<'py>(
     parent: &Bound<'py, Parent>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let parent = parent.get().source.token();
-    Builder::new()
-        .child_of(&parent)
-        .spawner(&NeverRuns)
-        .spawn(py, move |_token| 0u32)
+    let options = JobOptions::new().child_of(&parent).on(NeverRuns);
+    tethered_pyo3::spawn_native_with(py, options, move |_token| 0u32)
 }
 
 /// A lock of the application's, held by a thread of its own while it cancels.
@@ -264,7 +278,10 @@ pub(crate) fn cancel_on_a_rust_thread_holding_a_lock(parent: &Bound<'_, Parent>)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = locked_tx.send(());
         let _ = go_rx.recv();
-        source.cancel(CancelReason::custom("cancelled on a Rust thread"));
+        source.cancel_with_cause(
+            CancelReason::Requested,
+            Cause::msg("cancelled on a Rust thread"),
+        );
     });
     let _ = locked.recv();
     CancelHolding { go: Some(go) }
@@ -309,14 +326,14 @@ pub(crate) fn spin_sync(
     timeout: Option<f64>,
     grace: Option<f64>,
 ) -> PyResult<u64> {
-    let mut builder = Builder::new().name("spin-sync");
+    let mut options = JobOptions::new().name("spin-sync");
     if let Some(timeout) = timeout {
-        builder = builder.timeout(Duration::from_secs_f64(timeout));
+        options = options.timeout(Duration::from_secs_f64(timeout));
     }
     if let Some(grace) = grace {
-        builder = builder.grace(Duration::from_secs_f64(grace));
+        options = options.grace(Duration::from_secs_f64(grace));
     }
-    builder.run(py, move |token| {
+    tethered_pyo3::run_native_with(py, options, move |token| {
         probe.start(&token);
         let steps = spin_until_cancelled(&probe, &token);
         probe.finish(&token);
@@ -333,11 +350,10 @@ pub(crate) fn ignore_token_sync(
     seconds: f64,
     grace: f64,
 ) -> PyResult<()> {
-    Builder::new()
-        .grace(Duration::from_secs_f64(grace))
-        .run(py, move |token| {
-            probe.start(&token);
-            std::thread::sleep(Duration::from_secs_f64(seconds));
-            probe.finish(&token);
-        })
+    let options = JobOptions::new().grace(Duration::from_secs_f64(grace));
+    tethered_pyo3::run_native_with(py, options, move |token| {
+        probe.start(&token);
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        probe.finish(&token);
+    })
 }

@@ -24,8 +24,7 @@ fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jobs::panic, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::spin, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::spin_lingering, m)?)?;
-    m.add_function(wrap_pyfunction!(jobs::spin_joined, m)?)?;
-    m.add_function(wrap_pyfunction!(jobs::echo_joined, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_for, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::idle, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::sleep, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::ignore_token, m)?)?;

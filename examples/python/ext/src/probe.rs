@@ -30,6 +30,7 @@ struct Progress {
     released: bool,
     returned_at: Option<Instant>,
     reason: Option<CancelReason>,
+    cause: Option<String>,
 }
 
 impl Probe {
@@ -70,8 +71,10 @@ impl Probe {
     /// Call last thing in the closure.
     pub(crate) fn finish(&self, token: &CancelToken) {
         let reason = token.reason();
+        let cause = token.cause().map(|cause| cause.to_string());
         self.update(|p| {
             p.reason = reason;
+            p.cause = cause;
             p.returned_at = Some(Instant::now());
         });
     }
@@ -130,13 +133,17 @@ impl Probe {
     }
 
     /// Why the token was cancelled, as the closure saw it when it returned: `"Dropped"`,
-    /// `"Shutdown"`, `"Custom('msg')"`...; `None` if it was not cancelled.
+    /// `"Timeout"`, `"Shutdown"`...; `None` if it was not cancelled.
     #[getter]
     fn reason(&self) -> Option<String> {
-        self.lock().reason.as_ref().map(|reason| match reason {
-            CancelReason::Custom(text) => format!("Custom({text:?})"),
-            other => format!("{other:?}"),
-        })
+        self.lock().reason.map(|reason| format!("{reason:?}"))
+    }
+
+    /// The cause beside the reason, as the closure saw it when it returned: a `cancel(msg)`
+    /// message, `"interrupted: KeyboardInterrupt"`...; `None` if there was none.
+    #[getter]
+    fn cause(&self) -> Option<String> {
+        self.lock().cause.clone()
     }
 
     /// When the closure returned (`time.monotonic()` seconds).

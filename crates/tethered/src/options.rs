@@ -313,6 +313,30 @@ impl<P> JobOptions<P> {
         self
     }
 
+    /// The grace given with [`grace`](Self::grace), or else `default`: for an entry point whose
+    /// callers expect another wait than "as long as the closure takes". `tethered-napi` reads
+    /// an unset grace as zero, since a JavaScript promise rejects as its `AbortSignal` aborts,
+    /// as the platform's own operations do.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::{CancelReason, JobOptions, NativeError, Tethered};
+    ///
+    /// let (release, stuck) = std::sync::mpsc::channel::<()>();
+    /// let job = tethered::spawn(JobOptions::new().grace_or(Duration::ZERO), move |_| stuck.recv())?;
+    /// job.cancel(CancelReason::Dropped);
+    /// // A grace of zero: the handle stopped waiting as the cancel came.
+    /// assert!(matches!(job.join_blocking(), Err(NativeError::Abandoned { .. })));
+    /// release.send(()).unwrap();
+    /// # Ok::<(), tethered::SpawnError>(())
+    /// ```
+    pub fn grace_or(mut self, default: Duration) -> Self {
+        if self.grace.is_none() {
+            self.grace = Some(default);
+        }
+        self
+    }
+
     /// Ties the job to an outer token: the job runs on its own child token of `parent`, so
     /// cancelling `parent` cancels the job with its reason and cause, and dropping, cancelling
     /// or finishing the job never touches `parent` or its other children. Given more than

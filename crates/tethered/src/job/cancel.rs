@@ -72,6 +72,12 @@ where
             self.finish_if_queued();
         }
         if let Some(grace) = self.settings.grace {
+            if grace.is_zero() {
+                // Nothing to wait for: the handle stops waiting within this cancel, so a
+                // caller that cancels sees it resolve without a timer in between.
+                self.abandon(grace);
+                return;
+            }
             // A grace too long for an `Instant` (`Duration::MAX`) never abandons.
             let Some(deadline) = Instant::now().checked_add(grace) else {
                 return;

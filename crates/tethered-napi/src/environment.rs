@@ -1,6 +1,8 @@
 //! The state of one Node-API environment (the main thread's, or a `worker_threads` Worker's),
-//! kept on its JavaScript thread: the token every job of the environment descends from, and
-//! the count of its running jobs. (The abort listeners on its signals are `listeners`'.)
+//! kept on its JavaScript thread: the token every job of the environment descends from, the
+//! count of its running closures, the way outcomes reach its thread (one threadsafe function
+//! for all its jobs), and the count of its pending promises, which keeps its event loop alive.
+//! (The abort listeners on its signals are `listeners`'.)
 //!
 //! # Lifecycle
 //!
@@ -16,20 +18,33 @@
 //!   the same thread starts afresh.
 //!
 //! Everything here runs on the environment's own thread: the state is a thread-local, and
-//! `napi` values never leave it. What other threads need (the root token, the running count)
-//! is shared through `Arc`s.
+//! `napi` values never leave it. What other threads need (the root token, the running count,
+//! the delivery) is shared through `Arc`s.
+//!
+//! # Keeping the event loop alive
+//!
+//! The delivery's threadsafe function is weak: it alone would let the process end under a
+//! pending promise. While a promise is pending, the environment holds a second, strong one
+//! (made when the count of pending promises goes from zero to one, dropped when it goes back),
+//! as a pending `fetch` keeps its socket. A closure whose promise settled (its signal aborted)
+//! keeps nothing alive: the process may end, and its teardown waits up to [`TEARDOWN_GRACE`]
+//! for such closures.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{FnArgs, Function, JsObjectValue, JsValue, Object, Unknown};
-use napi::{Env, Error, Status};
+use napi::bindgen_prelude::{
+    FnArgs, Function, FunctionRef, JsObjectValue, JsValue, Object, Unknown,
+};
+use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
 use tethered::{CancelReason, CancelSource, CancelToken};
 
+use crate::errors;
+use crate::helpers;
 use crate::listeners;
-use crate::signal;
 use crate::sync::{self, Condvar, Mutex};
 
 /// How long an environment's teardown waits for the jobs it cancelled to return: long enough
@@ -49,6 +64,13 @@ struct State {
     /// The listener on `process`'s `exit` event is in.
     exit_heard: bool,
     next_job: u64,
+    delivery: Arc<Delivery>,
+    /// A function that does nothing, which the keep-alive threadsafe function calls.
+    noop: FunctionRef<(), ()>,
+    /// Promises of this environment still pending.
+    pending: usize,
+    /// A strong threadsafe function, held while `pending` is above zero.
+    keep_alive: Option<Box<dyn Send>>,
 }
 
 /// What a job takes from its environment.
@@ -56,6 +78,23 @@ pub(crate) struct Entry {
     pub(crate) id: u64,
     pub(crate) root: CancelToken,
     pub(crate) running: Arc<Running>,
+    pub(crate) delivery: Arc<Delivery>,
+}
+
+/// Work for the environment's JavaScript thread.
+pub(crate) type Task = Box<dyn FnOnce(&Env) + Send>;
+
+/// Runs [`Task`]s on the environment's JavaScript thread, from any thread.
+pub(crate) struct Delivery {
+    send: Box<dyn Fn(Task) -> bool + Send + Sync>,
+}
+
+impl Delivery {
+    /// Queues `task` for the JavaScript thread; dropped (contained) if the environment is gone.
+    pub(crate) fn send(&self, task: Task) {
+        // A refused task was dropped by napi-rs: whatever it held was contained by its owner.
+        let _delivered = (self.send)(task);
+    }
 }
 
 fn key(env: &Env) -> usize {
@@ -66,8 +105,8 @@ fn key(env: &Env) -> usize {
 ///
 /// # Errors
 ///
-/// When the environment is closing (its teardown or the process's `exit` event ran), or the
-/// hooks of a first job could not be registered.
+/// When the environment is closing (its teardown or the process's `exit` event ran): the
+/// `ERR_NATIVE_CLOSING` error; or the hooks of a first job could not be registered.
 pub(crate) fn enter(env: &Env) -> napi::Result<Entry> {
     let key = key(env);
     let (opened, exit_heard) = ENVIRONMENTS.with_borrow(|all| {
@@ -82,24 +121,67 @@ pub(crate) fn enter(env: &Env) -> napi::Result<Entry> {
         // that throws), and the jobs must still stop at `process.exit()`.
         listen_for_exit(env, key)?;
     }
-    ENVIRONMENTS.with_borrow_mut(|all| {
-        let state = all
-            .get_mut(&key)
-            .expect("the environment's state was opened above");
-        if state.closed {
-            return Err(Error::new(
-                Status::Closing,
-                "the JavaScript environment is shutting down (the process is exiting or the \
-                 Worker is terminating): no native job starts now",
-            ));
-        }
-        state.next_job += 1;
-        Ok(Entry {
-            id: state.next_job,
-            root: state.root.token(),
-            running: state.running.clone(),
+    ENVIRONMENTS
+        .with_borrow_mut(|all| {
+            let state = all
+                .get_mut(&key)
+                .expect("the environment's state was opened above");
+            if state.closed {
+                return Err(None);
+            }
+            state.next_job += 1;
+            Ok(Entry {
+                id: state.next_job,
+                root: state.root.token(),
+                running: state.running.clone(),
+                delivery: state.delivery.clone(),
+            })
         })
-    })
+        .map_err(|_: Option<()>| errors::closing(env))
+}
+
+/// A promise of `env` is pending: the first one keeps the event loop alive.
+pub(crate) fn pending(env: &Env) -> napi::Result<()> {
+    let key = key(env);
+    let first = ENVIRONMENTS.with_borrow_mut(|all| {
+        all.get_mut(&key).is_some_and(|state| {
+            state.pending += 1;
+            state.pending == 1 && state.keep_alive.is_none()
+        })
+    });
+    if !first {
+        return Ok(());
+    }
+    let noop =
+        ENVIRONMENTS.with_borrow(|all| all.get(&key).map(|state| state.noop.borrow_back(env)));
+    let Some(noop) = noop else {
+        return Ok(());
+    };
+    let strong = noop?
+        .build_threadsafe_function::<()>()
+        .build_callback(|_: ThreadsafeCallContext<()>| Ok(()))?;
+    ENVIRONMENTS.with_borrow_mut(|all| {
+        if let Some(state) = all.get_mut(&key) {
+            state.keep_alive = Some(Box::new(strong));
+        }
+    });
+    Ok(())
+}
+
+/// A promise of `env` settled: the last one lets the event loop end.
+pub(crate) fn settled(env: &Env) {
+    let key = key(env);
+    let released = ENVIRONMENTS.with_borrow_mut(|all| {
+        let state = all.get_mut(&key)?;
+        state.pending = state.pending.saturating_sub(1);
+        if state.pending == 0 {
+            state.keep_alive.take()
+        } else {
+            None
+        }
+    });
+    // Outside the thread-local's borrow: releasing calls into Node-API.
+    drop(released);
 }
 
 /// The environment's first job: its cleanup hook, then its state (only once the hook is in).
@@ -109,10 +191,26 @@ fn open(env: &Env, key: usize) -> napi::Result<()> {
     // promise's threadsafe function, and cancelling the jobs here settles nothing.
     env.add_env_cleanup_hook(key, |key| {
         close(key);
-        ENVIRONMENTS.with_borrow_mut(|all| all.remove(&key));
+        let gone = ENVIRONMENTS.with_borrow_mut(|all| all.remove(&key));
+        drop(gone);
         listeners::forget(key);
-        signal::forget(key);
+        helpers::forget(key);
     })?;
+    let noop = env.create_function_from_closure::<(), (), _>("tetheredNapiDeliver", |_| Ok(()))?;
+    // Weak: the deliveries alone never keep the event loop alive (see the module's docs).
+    let weak = noop
+        .build_threadsafe_function::<Task>()
+        .weak::<true>()
+        .build_callback(|ctx: ThreadsafeCallContext<Task>| {
+            (ctx.value)(&ctx.env);
+            Ok(())
+        })?;
+    let delivery = Arc::new(Delivery {
+        send: Box::new(move |task| {
+            weak.call(task, ThreadsafeFunctionCallMode::NonBlocking) == Status::Ok
+        }),
+    });
+    let noop = noop.create_ref()?;
     ENVIRONMENTS.with_borrow_mut(|all| {
         all.insert(
             key,
@@ -122,6 +220,10 @@ fn open(env: &Env, key: usize) -> napi::Result<()> {
                 closed: false,
                 exit_heard: false,
                 next_job: 0,
+                delivery,
+                noop,
+                pending: 0,
+                keep_alive: None,
             },
         )
     });
@@ -165,24 +267,31 @@ fn close(key: usize) {
     running.wait_idle(TEARDOWN_GRACE);
 }
 
-/// How many jobs of an environment are still to settle, for its teardown to wait on.
+/// How many closures of an environment's jobs run now, for its teardown to wait on.
 #[derive(Default)]
 pub(crate) struct Running {
     count: Mutex<usize>,
     idle: Condvar,
 }
 
-impl Running {
-    pub(crate) fn started(&self) {
-        *sync::lock(&self.count) += 1;
-    }
+/// Counts one closure as running until dropped (after the closure returned or panicked).
+pub(crate) struct RunningGuard<'a>(&'a Running);
 
-    pub(crate) fn finished(&self) {
-        let mut count = sync::lock(&self.count);
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        let mut count = sync::lock(&self.0.count);
         *count = count.saturating_sub(1);
         if *count == 0 {
-            self.idle.notify_all();
+            self.0.idle.notify_all();
         }
+    }
+}
+
+impl Running {
+    /// A closure starts.
+    pub(crate) fn enter(&self) -> RunningGuard<'_> {
+        *sync::lock(&self.count) += 1;
+        RunningGuard(self)
     }
 
     /// Waits until no job runs, or `grace` has passed.

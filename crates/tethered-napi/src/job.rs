@@ -1,212 +1,230 @@
-//! One job and its promise: the settle-once slot, the abort listener, and the driver that
-//! settles the promise when the job's handle completes.
+//! One job and its promise: the outcome slot, the abort from its signal, and the driver that
+//! hands the outcome to the JavaScript thread when the job's handle resolves.
 //!
-//! # States of the promise
+//! # States of a job
 //!
 //! ```text
-//!  Pending (the slot holds the deferred) ──first of: the signal fired · a cancel (unjoined) · the job finished──▶ Settled (the slot is empty)
+//!  Running (no outcome) ──the handle resolved (returned, stopped, abandoned past the grace)──▶ Ready (the slot holds the outcome)
+//!  Ready ──settled on the JavaScript thread (its delivery, or the abort listener at once)──▶ Settled (the slot is empty, taken)
 //! ```
 //!
-//! Whoever takes the deferred out of the slot settles it; everyone after finds the slot empty
-//! and settles nothing. The settling itself runs on the JavaScript thread: the deferred's
-//! threadsafe function carries a resolver there, and napi-rs drops it unrun (never touching
-//! the environment) when the environment is gone.
+//! The outcome is taken out of the slot once, on the JavaScript thread, by whichever comes
+//! first: the delivery the driver queued through the environment's threadsafe function, or the
+//! signal's listener, which cancels the job and settles it within the same `abort()` when the
+//! handle resolved then (a grace of zero, the default: as `fetch` rejects). The promise itself
+//! is a JavaScript one (`promise.rs`), settled by calling its resolving functions.
 //!
 //! # Invariants
 //!
-//! 1. The slot's lock is held only to take the deferred: never while cancelling, dropping a
-//!    callback guard, or calling into JavaScript.
-//! 2. Every resolver releases the job from its signal's listener (`listeners::release`),
-//!    except the listener's own rejection, which releases it before.
-//! 3. The environment's running count goes down once per job, after its promise was handed
-//!    its outcome (or found settled), so a teardown waiting on it sees jobs that returned.
+//! 1. The slot's lock is held only to put or take the outcome: never while cancelling, waking,
+//!    or calling into JavaScript.
+//! 2. Every settle releases the job from its signal's listener (`listeners::release`).
+//! 3. The environment's count of running closures goes down when the closure returns, whether
+//!    its handle still waits for it or not, so a teardown waits for closures, not promises.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use napi::bindgen_prelude::{Object, PromiseRaw, ToNapiValue};
-use napi::{Env, Error, JsDeferred, JsValue, Status, sys};
-use tethered::{AbortableNative, CallbackGuard, CancelReason, CancelSource, NativeError};
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue, Unknown};
+use napi::{Env, JsValue};
+use tethered::{
+    AbortHandle, AbortableNative, CancelReason, Cause, JobOptions, NativeError, Placement, Tethered,
+};
 
-use crate::environment::{self, Entry, Running};
+use crate::environment::{self, Delivery, Entry};
+use crate::errors;
 use crate::listeners::{self, OnAbort};
-use crate::signal::{self, Reason, Signal};
+use crate::pool;
+use crate::promise;
+use crate::signal::{self, Begun, Reason};
 use crate::sync::{self, Mutex};
 
 /// What a finished closure leaves behind: its value, converted on the JavaScript thread.
-pub(crate) type Convert = Box<dyn FnOnce(&Env) -> napi::Result<sys::napi_value> + Send>;
+pub(crate) type Convert =
+    Box<dyn for<'env> FnOnce(&'env Env) -> napi::Result<Unknown<'env>> + Send>;
 
-/// A job, or why it did not start.
-pub(crate) type Spawned = Result<AbortableNative<Convert>, tethered::SpawnError>;
+type Outcome = Result<Convert, NativeError<Convert>>;
 
-type Resolver = Box<dyn FnOnce(Env) -> napi::Result<sys::napi_value> + Send>;
-type Deferred = JsDeferred<sys::napi_value, Resolver>;
-
-/// How a job starts: its options, from the [`Builder`](crate::Builder).
-pub(crate) struct Start<'a> {
-    /// Settle only once the closure returned, also after a cancel.
-    pub(crate) joined: bool,
-    /// Spawns the job as a child of the given source's token.
-    pub(crate) spawn: Box<dyn FnOnce(&CancelSource) -> Spawned + 'a>,
-    /// The caller's parent token, if any.
-    pub(crate) parent: Option<tethered::CancelToken>,
-}
-
-/// Starts a job for `env` and returns its promise.
-pub(crate) fn start<'env, T>(
+/// Starts `f` for `env` with `options` and returns its promise. `options` is the caller's
+/// JavaScript options object, unchecked.
+pub(crate) fn start<'env, P, T>(
     env: &'env Env,
-    signal: Option<Object<'env>>,
-    start: Start<'_>,
-) -> napi::Result<PromiseRaw<'env, T>> {
-    let signal = signal.map(Signal::read).transpose()?;
-    // Everything that may fail or run the caller's code comes before the promise exists, or
-    // settles it on the way out: a promise left pending would keep the event loop alive.
-    let aborted = match &signal {
-        Some(signal) if signal.aborted()? => Some(signal.reason()?),
-        _ => None,
+    call: Option<Unknown<'env>>,
+    options: JobOptions<P>,
+    f: Box<dyn FnOnce(tethered::CancelToken) -> Convert + Send>,
+) -> napi::Result<PromiseRaw<'env, T>>
+where
+    P: Placement,
+{
+    let Entry {
+        id,
+        root,
+        running,
+        delivery,
+    } = match environment::enter(env) {
+        Ok(entry) => entry,
+        Err(closing) => return promise::rejected(env, closing),
     };
-    let Entry { id, root, running } = environment::enter(env)?;
-    let (deferred, promise) = env.create_deferred::<sys::napi_value, Resolver>()?;
-    let promise = PromiseRaw::new(env.raw(), promise.raw());
-
-    if let Some(reason) = aborted {
-        // As `fetch` does: an aborted signal rejects with its reason, and nothing starts.
-        deferred.reject(Error::from_unknown_without_coercion(reason));
-        return Ok(promise);
-    }
-
-    // The job's parent: cancelled by the signal's listener, by the environment's teardown and
-    // by the caller's parent token.
-    let source = match &start.parent {
-        Some(parent) => parent.child(),
-        None => CancelSource::new(),
+    // Everything that may fail or run the caller's code comes before the job exists, and fails
+    // as a rejection, as the platform's promise-returning functions do; an aborted signal
+    // rejects at once, and nothing starts, as `fetch` does.
+    let signal = match signal::begin(env, call)? {
+        Begun::NoSignal => None,
+        Begun::Signal(signal) => Some(signal),
+        Begun::Settled(promise) => return Ok(PromiseRaw::new(env.raw(), promise.raw())),
     };
+    let (promise, settle) = promise::pending(env, id)?;
     let shared = Arc::new(Shared {
         id,
-        joined: start.joined,
-        slot: Mutex::new(Some(deferred)),
-        source: source.clone(),
-        signal_won: Mutex::new(None),
+        abort: Mutex::new(None),
+        slot: Mutex::new(None),
+        signal_cause: Mutex::new(None),
+        settle,
     });
-
-    if let Some(signal) = &signal
-        && let Err(err) = listeners::listen(env, id, signal, shared.clone())
-    {
-        let Some(deferred) = shared.take() else {
-            // The signal fired while its listener was being added, and the promise rejected
-            // with its reason: that is the call's outcome (the job never starts).
+    // Listening comes before the job exists: a signal that fires while its listener is added
+    // (a hand-made one) rejects the promise there, and the job never starts.
+    if let Some(signal) = &signal {
+        if let Err(err) = listeners::listen(env, id, signal, shared.clone()) {
+            // The caller's signal threw from `addEventListener` (after firing, perhaps: then
+            // the promise is settled already and this changes nothing).
+            shared.settle.reject(env, err);
             return Ok(promise);
-        };
-        // The caller gets the error, not the promise: settle it quietly (a rejection nothing
-        // handles would end the process).
-        deferred.resolve(Box::new(|env: Env| Ok(().into_unknown(&env)?.raw())));
-        return Err(err);
+        }
+        if shared.settle.is_settled(env) {
+            return Ok(promise);
+        }
     }
 
-    let job = match (start.spawn)(&source) {
+    let closure_running = running.clone();
+    let options = options.child_of(&root).grace_or(std::time::Duration::ZERO);
+    let spawned = pool::spawn(options, move |token| {
+        let _counted = closure_running.enter();
+        f(token)
+    });
+    let job = match spawned {
         Ok(job) => job,
         Err(err) => {
             let _ = listeners::release(env, id);
-            if let Some(deferred) = shared.take() {
-                deferred.reject(Error::new(
-                    Status::GenericFailure,
-                    format!("the native job did not start: {err}"),
-                ));
-            }
+            shared.settle.reject(env, errors::spawn_refused(env, &err));
             return Ok(promise);
         }
     };
-
-    let mut links = Vec::with_capacity(2);
-    {
-        let source = source.clone();
-        links.push(root.on_cancel(move |reason| {
-            source.cancel(reason.clone());
-        }));
-    }
-    if !start.joined {
-        // Any cancel rejects the promise at once, whoever cancelled.
-        let stopped = shared.clone();
-        links.push(job.token().on_cancel(move |reason| stopped.stopped(reason)));
-    }
-    running.started();
+    *sync::lock(&shared.abort) = Some(job.abort_handle().clone());
     let driver = Arc::new(Driver {
         shared,
         job: Mutex::new(Some(job)),
-        links: Mutex::new(links),
-        running,
+        delivery,
     });
     driver.poll();
     Ok(promise)
 }
 
-/// What the job's promise side shares with the listener, the cancel callback and the driver.
+/// What the job's promise side shares with the listener and the driver.
 struct Shared {
     id: u64,
-    joined: bool,
-    /// The deferred, until it is taken to settle the promise (invariant 1).
-    slot: Mutex<Option<Deferred>>,
-    /// The job's parent.
-    source: CancelSource,
-    /// The reason the signal cancelled the job with, if that cancel came before any other.
-    signal_won: Mutex<Option<CancelReason>>,
+    /// The job's abort handle, once it exists.
+    abort: Mutex<Option<AbortHandle>>,
+    /// The outcome, between the handle's resolution and its settling (invariant 1).
+    slot: Mutex<Option<Outcome>>,
+    /// The cause the signal's abort cancelled the job with, if that cancel decided its reason.
+    signal_cause: Mutex<Option<Cause>>,
+    settle: promise::Settle,
 }
 
 impl Shared {
-    fn take(&self) -> Option<Deferred> {
-        sync::lock(&self.slot).take()
-    }
-
-    /// The job was cancelled (unjoined jobs only): rejects the promise at once.
-    fn stopped(&self, reason: &CancelReason) {
-        let Some(deferred) = self.take() else {
+    /// Settles the promise with the outcome, if it is ready and not settled yet (JavaScript
+    /// thread).
+    fn settle(&self, env: &Env) {
+        let Some(outcome) = sync::lock(&self.slot).take() else {
             return;
         };
-        let (id, reason) = (self.id, reason.clone());
-        deferred.resolve(Box::new(move |env: Env| {
-            let fired = listeners::release(&env, id);
-            Err(match fired {
-                Some(value) => Error::from_unknown_without_coercion(value),
-                None => signal::abort_error(&env, &reason),
-            })
-        }));
+        // Invariant 2; the signal's reason if it fired.
+        let fired = listeners::release(env, self.id);
+        let signal_cause = sync::lock(&self.signal_cause).clone();
+        match outcome {
+            Ok(convert) => match tethered::bridge::catch_panic(|| convert(env)) {
+                Ok(Ok(value)) => self.settle.resolve(env, value),
+                Ok(Err(err)) => self.settle.reject(env, err),
+                Err(panic) => self.settle.reject(
+                    env,
+                    errors::panicked(
+                        env,
+                        "converting the native job's value to JavaScript",
+                        &panic,
+                    ),
+                ),
+            },
+            Err(NativeError::Panicked(panic)) => {
+                let err = errors::panicked(env, "the native job", &panic);
+                tethered::bridge::drop_contained(panic);
+                self.settle.reject(env, err);
+            }
+            Err(err) => {
+                let by_signal = match (err.cause(), &signal_cause) {
+                    (Some(seen), Some(sent)) => seen.ptr_eq(sent),
+                    _ => false,
+                };
+                let rejection = match (fired, by_signal) {
+                    (Some(reason), true) => errors::signal_abort(env, &reason, Some(&err)),
+                    _ => errors::stopped(env, &err),
+                };
+                let rejection = match err {
+                    NativeError::Cancelled {
+                        returned: Some(convert),
+                        ..
+                    } => errors::with_returned(env, rejection, *convert),
+                    other => {
+                        tethered::bridge::drop_contained(other);
+                        rejection
+                    }
+                };
+                self.settle.reject(env, rejection);
+            }
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // An outcome never settled (its environment went): user data whose drop may panic.
+        if let Some(outcome) = sync::lock(&self.slot).take() {
+            tethered::bridge::drop_contained(outcome);
+        }
     }
 }
 
 impl OnAbort for Shared {
-    /// The signal fired (on the JavaScript thread): cancels the job with the signal's reason
-    /// and, unless joined, rejects with it now.
+    /// The signal fired (on the JavaScript thread): cancels the job with the signal's reason,
+    /// and settles the promise now if that resolved the handle (a grace of zero).
     fn aborted(&self, env: &Env, reason: Option<&Reason<'_>>) {
-        let cancel = reason.map_or(CancelReason::custom("aborted"), |reason| {
-            reason.cancel.clone()
-        });
-        if !self.joined {
-            // Done with the signal: the promise settles here. Before the cancel, so the
-            // cancel's own callback finds the promise settled.
+        let Some(abort) = sync::lock(&self.abort).clone() else {
+            // The signal fired while its listener was being added: nothing started.
             let _ = listeners::release(env, self.id);
-            if let Some(deferred) = self.take() {
-                match reason {
-                    Some(reason) => {
-                        deferred.reject(Error::from_unknown_without_coercion(reason.value));
-                    }
-                    None => deferred.reject(signal::abort_error(env, &cancel)),
-                }
-            }
+            let err = match reason {
+                Some(reason) => errors::signal_abort::<()>(env, &reason.value, None),
+                None => errors::native_error(env, "aborted", "ABORT_ERR", None),
+            };
+            self.settle.reject(env, err);
+            return;
+        };
+        let (kind, cause) = match reason {
+            Some(reason) => (reason.cancel, Cause::msg(reason.text.clone())),
+            None => (CancelReason::Dropped, Cause::msg("aborted")),
+        };
+        if abort.cancel_with_cause(kind, cause.clone()) {
+            *sync::lock(&self.signal_cause) = Some(cause);
         }
-        if self.source.cancel(cancel.clone()) {
-            // The signal's cancel came first: a joined promise rejects with its reason.
-            *sync::lock(&self.signal_won) = Some(cancel);
-        }
+        self.settle(env);
     }
 }
 
-/// Polls the job's handle, woken when it completes, and settles the promise then.
+/// Polls the job's handle, woken when it resolves, and hands the outcome to the JavaScript
+/// thread then.
 struct Driver {
     shared: Arc<Shared>,
     job: Mutex<Option<AbortableNative<Convert>>>,
-    links: Mutex<Vec<CallbackGuard>>,
-    running: Arc<Running>,
+    delivery: Arc<Delivery>,
 }
 
 impl Wake for Driver {
@@ -231,91 +249,15 @@ impl Driver {
                 }
             }
         };
-        self.finish(outcome);
-    }
-
-    fn finish(&self, outcome: Result<Convert, NativeError<Convert>>) {
-        // Outside every lock of the job (invariant 1).
-        let links = std::mem::take(&mut *sync::lock(&self.links));
-        drop(links);
-        // What the closure returned is user data whose drop may panic: contained wherever it
-        // is dropped (here, on the JavaScript thread, or inside napi-rs when the environment
-        // went and the resolver is dropped unrun).
-        let outcome = Contained(Some(outcome));
-        if let Some(deferred) = self.shared.take() {
-            let shared = self.shared.clone();
-            deferred.resolve(Box::new(move |env: Env| settle(&env, &shared, outcome)));
-        } else {
-            // Settled already (the signal fired, or a cancel rejected it).
-            drop(outcome);
-        }
-        self.running.finished();
-    }
-}
-
-/// The promise's outcome, on the JavaScript thread.
-fn settle(
-    env: &Env,
-    shared: &Shared,
-    mut outcome: Contained<Result<Convert, NativeError<Convert>>>,
-) -> napi::Result<sys::napi_value> {
-    let fired = listeners::release(env, shared.id);
-    let signal_won = sync::lock(&shared.signal_won).clone();
-    let Some(outcome) = outcome.0.take() else {
-        return Err(Error::new(
-            Status::GenericFailure,
-            "the job's outcome is gone",
-        ));
-    };
-    match outcome {
-        Ok(convert) => match tethered::catch_panic(|| convert(env)) {
-            Ok(converted) => converted,
-            Err(panic) => Err(Error::new(
-                Status::GenericFailure,
-                format!(
-                    "converting the native job's value to JavaScript panicked: {}",
-                    panic
-                        .message()
-                        .unwrap_or("(a payload that is not a string)")
-                ),
-            )),
-        },
-        Err(NativeError::Panicked(panic)) => Err(Error::new(
-            Status::GenericFailure,
-            format!(
-                "the native job panicked: {}",
-                panic
-                    .message()
-                    .unwrap_or("(a payload that is not a string)")
-            ),
-        )),
-        Err(err) => {
-            // The signal's reason only if the signal's cancel is the one the job saw.
-            let rejection = match (fired, err.cancel_reason()) {
-                (Some(value), Some(reason)) if signal_won.as_ref() == Some(reason) => {
-                    Error::from_unknown_without_coercion(value)
-                }
-                (_, Some(reason)) => signal::abort_error(env, reason),
-                (_, None) => Error::new(Status::GenericFailure, err.to_string()),
-            };
-            tethered::drop_contained(err);
-            Err(rejection)
-        }
-    }
-}
-
-/// A value whose drop is contained ([`tethered::drop_contained`]) wherever it happens.
-struct Contained<T>(Option<T>);
-
-impl<T> Drop for Contained<T> {
-    fn drop(&mut self) {
-        if let Some(value) = self.0.take() {
-            tethered::drop_contained(value);
-        }
+        // Outside the job's lock (invariant 1).
+        *sync::lock(&self.shared.slot) = Some(outcome);
+        let shared = self.shared.clone();
+        self.delivery
+            .send(Box::new(move |env: &Env| shared.settle(env)));
     }
 }
 
 /// Converts a closure's value on the JavaScript thread.
 pub(crate) fn convert<V: ToNapiValue + Send + 'static>(value: napi::Result<V>) -> Convert {
-    Box::new(move |env: &Env| Ok(value?.into_unknown(env)?.raw()))
+    Box::new(move |env: &Env| value?.into_unknown(env))
 }

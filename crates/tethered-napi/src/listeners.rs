@@ -123,15 +123,17 @@ pub(crate) fn listen(
         signals.entries.insert(id, entry);
         signals.job_entry.insert(job, id);
     });
-    let added = map_set(&map, signal.object(), id).and_then(|()| signal.listen(env, &listener));
+    let added = map_set(&map, signal.object(), id).and_then(|()| signal.listen(&listener));
     if added.is_err() {
         let _ = release(env, job);
     }
     added
 }
 
-/// The listener of entry `id`: every job still in it hears the abort, in the order they
-/// listened.
+/// The listener of entry `id`: every job still in it hears the abort, the last to listen
+/// first. Jobs queued behind a bound (the default pool, a scope) listened after the ones that
+/// run, so they are all cancelled before any running job is, and none of them starts in a
+/// place a cancelled running job frees.
 fn fired(env: &Env, env_key: usize, id: u64, this: Option<Object<'_>>) {
     let found = SIGNALS.with_borrow_mut(|all| {
         let entry = all.get_mut(&env_key)?.entries.get_mut(&id)?;
@@ -142,7 +144,7 @@ fn fired(env: &Env, env_key: usize, id: u64, this: Option<Object<'_>>) {
         return;
     };
     let reason = this.and_then(|signal| signal::inspect(env, &signal));
-    for (_, job) in jobs {
+    for (_, job) in jobs.into_iter().rev() {
         job.aborted(env, reason.as_ref());
     }
 }
@@ -174,7 +176,7 @@ pub(crate) fn release<'env>(env: &'env Env, job: u64) -> Option<Unknown<'env>> {
     });
     let (id, signal, fired, last, map) = taken?;
     // JavaScript runs from here on, with no borrow held, and none of it can leave an
-    // exception pending (see `signal::HELPERS`).
+    // exception pending (see `helpers.rs`).
     let reason = match (&signal, fired) {
         (Some(signal), true) => signal::inspect(env, signal).map(|reason| reason.value),
         _ => None,

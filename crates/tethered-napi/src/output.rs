@@ -9,6 +9,9 @@ use napi::bindgen_prelude::{ToNapiValue, TypeName};
 /// rejects the promise with a JavaScript `Error` carrying its message (or with the very value
 /// it holds, for an error made from a JavaScript value).
 ///
+/// Sealed: the two blanket implementations below are all there is, so that a closure's type
+/// alone decides how its value reaches JavaScript.
+///
 /// `Marker` only keeps the two blanket implementations apart ([`marker::Value`] for plain
 /// values, [`marker::Fallible`] for `Result`s); the compiler infers it, so code never names it.
 /// A plain value must have a JavaScript type name ([`TypeName`]), as every type `#[napi]`
@@ -18,28 +21,43 @@ use napi::bindgen_prelude::{ToNapiValue, TypeName};
 /// [`marker::Fallible`]: crate::marker::Fallible
 ///
 /// ```
-/// use napi::bindgen_prelude::{Object, PromiseRaw};
+/// use napi::bindgen_prelude::PromiseRaw;
 /// use napi::{Env, Error, Status};
+/// use tethered_napi::CallOptions;
 ///
-/// /// `parse(text, signal?)`: a promise of the number, rejected when `text` is no number.
+/// /// `parse(text, { signal })`: a promise of the number, rejected when `text` is no number.
 /// fn parse<'env>(
 ///     env: &'env Env,
 ///     text: String,
-///     signal: Option<Object<'env>>,
+///     options: Option<CallOptions<'env>>,
 /// ) -> napi::Result<PromiseRaw<'env, i64>> {
-///     tethered_napi::spawn_native(env, signal, move |_token| {
+///     tethered_napi::spawn_native(env, options, move |_token| {
 ///         text.trim()
 ///             .parse::<i64>()
 ///             .map_err(|err| Error::new(Status::InvalidArg, format!("not a number: {err}")))
 ///     })
 /// }
 /// ```
-pub trait IntoJsResult<Marker>: Send + 'static {
+pub trait IntoJsResult<Marker>: sealed::Sealed<Marker> + Send + 'static {
     /// The JavaScript value the promise resolves with.
     type Value: ToNapiValue + Send + 'static;
 
     /// The value, or the error the promise rejects with.
     fn into_js_result(self) -> napi::Result<Self::Value>;
+}
+
+mod sealed {
+    /// Implemented exactly where [`IntoJsResult`](super::IntoJsResult) is.
+    pub trait Sealed<Marker> {}
+}
+
+impl<T> sealed::Sealed<marker::Value> for T where T: ToNapiValue + TypeName + Send + 'static {}
+
+impl<T, E> sealed::Sealed<marker::Fallible> for Result<T, E>
+where
+    T: ToNapiValue + TypeName + Send + 'static,
+    E: Into<napi::Error> + Send + 'static,
+{
 }
 
 /// The [`IntoJsResult`] markers.

@@ -37,6 +37,19 @@ export function track(promise) {
   return state;
 }
 
+/**
+ * Checks `err` is the AbortError a stopped job's promise rejects with: `name`, `code`, the
+ * job's `reason`, and (when given) its `cause`. Returns true, for `assert.rejects`.
+ */
+export function isAbortError(err, { reason, cause } = {}) {
+  assert.ok(err instanceof Error, `not an Error: ${err}`);
+  assert.equal(err.name, 'AbortError');
+  assert.equal(err.code, 'ABORT_ERR');
+  if (reason !== undefined) assert.equal(err.reason, reason);
+  if (cause !== undefined) assert.equal(err.cause, cause);
+  return true;
+}
+
 /** The stops the addon's closures recorded, reasons only. */
 export function stopReasons() {
   return addon.takeStops().map((stop) => stop.reason);

@@ -15,7 +15,7 @@ function serve() {
     });
     const work = req.url === '/naive'
       ? addon.naiveSpin(120_000, controller.signal)
-      : addon.spin(120_000, controller.signal);
+      : addon.spin(120_000, { signal: controller.signal });
     work.then((steps) => res.end(`${steps}\n`), () => res.destroy());
   });
   return new Promise((resolve) => {
@@ -40,7 +40,7 @@ test('a client that disconnects mid-request stops the native work', async () => 
     const hungUp = performance.now();
     await waitFor('the native work to stop', () => addon.live() === 0, 1000);
     assert.ok(performance.now() - hungUp < 1000);
-    assert.deepEqual(stopReasons(), ['Custom(the client disconnected)']);
+    assert.deepEqual(stopReasons(), ['Dropped: the client disconnected']);
 
     // The naive server: the same hang-up, and its loop runs on.
     await hangUp(server, '/naive', () => addon.naiveLive() === 1);

@@ -2,15 +2,20 @@
 //! so this module (and only this one) allows `unsafe_code`; the one hand-written `unsafe fn`
 //! is the `ToNapiValue` of [`PanickyValue`], a trait method napi declares `unsafe`, whose body
 //! does nothing unsafe.
+//!
+//! Every function that runs a native job takes the caller's `{ signal }` last, as
+//! `Option<CallOptions>`.
 #![allow(unsafe_code)]
 
+use std::num::NonZeroUsize;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{AbortSignal, AsyncTask, Object, PromiseRaw, ToNapiValue, TypeName};
+use napi::bindgen_prelude::{AbortSignal, AsyncTask, PromiseRaw, ToNapiValue, TypeName};
 use napi::{Env, Error, Status, Task, ValueType, sys};
 use napi_derive::napi;
-use tethered::{CancelReason, NativeScope};
+use tethered_napi::tethered::Cause;
+use tethered_napi::{CallOptions, CancelReason, JobOptions, NativeScope, ThreadSpawner};
 
 use crate::work;
 
@@ -18,77 +23,122 @@ fn ms(max_ms: u32) -> Duration {
     Duration::from_millis(u64::from(max_ms))
 }
 
-/// `spin(maxMs, signal?)`: busy until the signal aborts it or `maxMs` passed; the steps taken.
+/// `spin(maxMs, { signal })`: busy until the signal aborts it or `maxMs` passed; the steps
+/// taken. Runs on the addon's pool.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn spin<'env>(
     env: &'env Env,
     max_ms: u32,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::spawn_native(env, signal, move |token| work::spin(&token, ms(max_ms)))
+    tethered_napi::spawn_native(env, options, move |token| work::spin(&token, ms(max_ms)))
 }
 
-/// `spinJoined(maxMs, signal?)`: `spin` whose promise settles only once the loop returned.
+/// `spinThread(maxMs, { signal })`: `spin` on a thread of its own rather than the pool (what
+/// every job did before the pool: the measurements compare the two).
+#[napi(ts_return_type = "Promise<number>")]
+pub fn spin_thread<'env>(
+    env: &'env Env,
+    max_ms: u32,
+    options: Option<CallOptions<'env>>,
+) -> napi::Result<PromiseRaw<'env, u32>> {
+    let job = JobOptions::new().on(ThreadSpawner::new().name("spin"));
+    tethered_napi::spawn_native_with(env, options, job, move |token| {
+        work::spin(&token, ms(max_ms))
+    })
+}
+
+/// `spinJoined(maxMs, { signal })`: `spin` whose promise settles only once the loop returned
+/// (a grace without end); a rejection's `returned` is the steps taken.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn spin_joined<'env>(
     env: &'env Env,
     max_ms: u32,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::spawn_native_joined(env, signal, move |token| work::spin(&token, ms(max_ms)))
+    let job = JobOptions::new().grace(Duration::MAX);
+    tethered_napi::spawn_native_with(env, options, job, move |token| {
+        work::spin(&token, ms(max_ms))
+    })
 }
 
-/// `pulse(maxMs, signal?)`: busy 1 ms in every 10 until aborted or `maxMs` passed.
+/// `spinFor(maxMs, timeoutMs, { signal })`: `spin` with a deadline of its own.
+#[napi(ts_return_type = "Promise<number>")]
+pub fn spin_for<'env>(
+    env: &'env Env,
+    max_ms: u32,
+    timeout_ms: u32,
+    options: Option<CallOptions<'env>>,
+) -> napi::Result<PromiseRaw<'env, u32>> {
+    let job = JobOptions::new().timeout(ms(timeout_ms));
+    tethered_napi::spawn_native_with(env, options, job, move |token| {
+        work::spin(&token, ms(max_ms))
+    })
+}
+
+/// `pulse(maxMs, { signal })`: busy 1 ms in every 10 until aborted or `maxMs` passed. Light,
+/// and meant to run by the hundred at once: each on a thread of its own.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn pulse<'env>(
     env: &'env Env,
     max_ms: u32,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::spawn_native(env, signal, move |token| work::pulse(&token, ms(max_ms)))
+    let job = JobOptions::new().on(ThreadSpawner::new().name("pulse"));
+    tethered_napi::spawn_native_with(env, options, job, move |token| {
+        work::pulse(&token, ms(max_ms))
+    })
 }
 
-/// `stubborn(ms, signal?)`: sleeps `ms` whatever the signal says.
+/// `stubborn(ms, graceMs, { signal })`: sleeps `ms` whatever the signal says, on a thread of
+/// its own (blocking work stays off the pool); once cancelled, its promise waits `graceMs` at
+/// most for it (0: not at all).
 #[napi(ts_return_type = "Promise<number>")]
 pub fn stubborn<'env>(
     env: &'env Env,
     sleep_ms: u32,
-    signal: Option<Object<'env>>,
+    grace_ms: u32,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::spawn_native(env, signal, move |_token| work::stubborn(ms(sleep_ms)))
+    let job = JobOptions::new()
+        .grace(ms(grace_ms))
+        .on(ThreadSpawner::new().name("stubborn"));
+    tethered_napi::spawn_native_with(env, options, job, move |_token| {
+        work::stubborn(ms(sleep_ms))
+    })
 }
 
-/// `add(a, b, signal?)`: `a + b`, computed on a native thread.
+/// `add(a, b, { signal })`: `a + b`, computed on a native thread.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn add<'env>(
     env: &'env Env,
     a: i32,
     b: i32,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, i32>> {
-    tethered_napi::spawn_native(env, signal, move |_token| a.wrapping_add(b))
+    tethered_napi::spawn_native(env, options, move |_token| a.wrapping_add(b))
 }
 
-/// `fail(message, signal?)`: rejects with an `Error` carrying `message`.
+/// `fail(message, { signal })`: rejects with an `Error` carrying `message`.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn fail<'env>(
     env: &'env Env,
     message: String,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::spawn_native(env, signal, move |_token| -> napi::Result<u32> {
+    tethered_napi::spawn_native(env, options, move |_token| -> napi::Result<u32> {
         Err(Error::new(Status::InvalidArg, message))
     })
 }
 
-/// `panics(message, signal?)`: the closure panics with `message`.
+/// `panics(message, { signal })`: the closure panics with `message`.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn panics<'env>(
     env: &'env Env,
     message: String,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::spawn_native(env, signal, move |_token| -> u32 { panic!("{message}") })
+    tethered_napi::spawn_native(env, options, move |_token| -> u32 { panic!("{message}") })
 }
 
 /// A value whose conversion to JavaScript panics.
@@ -111,61 +161,69 @@ impl ToNapiValue for PanickyValue {
     }
 }
 
-/// `panickyValue(signal?)`: the closure returns a value whose conversion panics.
+/// `panickyValue({ signal })`: the closure returns a value whose conversion panics.
 #[napi(ts_return_type = "Promise<never>")]
 pub fn panicky_value<'env>(
     env: &'env Env,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, PanickyValue>> {
-    tethered_napi::spawn_native(env, signal, move |_token| PanickyValue)
+    tethered_napi::spawn_native(env, options, move |_token| PanickyValue)
 }
 
 /// At most two `scoped` jobs run at once; `cancelScoped()` cancels them all.
-static SCOPE: LazyLock<NativeScope> = LazyLock::new(|| NativeScope::new().with_max_running(2));
+static SCOPE: LazyLock<NativeScope> =
+    LazyLock::new(|| NativeScope::new().with_max_running(NonZeroUsize::MIN.saturating_add(1)));
 
-/// `scoped(maxMs, signal?)`: `spin` in the addon's scope.
+/// `scoped(maxMs, { signal })`: `spin` in the addon's scope.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn scoped<'env>(
     env: &'env Env,
     max_ms: u32,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::Builder::new()
-        .name("scoped-spin")
-        .scope(&SCOPE)
-        .spawn(env, signal, move |token| work::spin(&token, ms(max_ms)))
+    let job = JobOptions::new().name("scoped-spin").in_scope(&SCOPE);
+    tethered_napi::spawn_native_with(env, options, job, move |token| {
+        work::spin(&token, ms(max_ms))
+    })
 }
 
-/// `scopedJoined(maxMs, signal?)`: `spinJoined` in the addon's scope.
+/// `scopedJoined(maxMs, { signal })`: `spinJoined` in the addon's scope.
 #[napi(ts_return_type = "Promise<number>")]
 pub fn scoped_joined<'env>(
     env: &'env Env,
     max_ms: u32,
-    signal: Option<Object<'env>>,
+    options: Option<CallOptions<'env>>,
 ) -> napi::Result<PromiseRaw<'env, u32>> {
-    tethered_napi::Builder::new()
-        .scope(&SCOPE)
-        .spawn_joined(env, signal, move |token| work::spin(&token, ms(max_ms)))
+    let job = JobOptions::new().grace(Duration::MAX).in_scope(&SCOPE);
+    tethered_napi::spawn_native_with(env, options, job, move |token| {
+        work::spin(&token, ms(max_ms))
+    })
 }
 
-/// `cancelScoped(timeout)`: cancels every job of the scope, with `Timeout` or a custom reason.
+/// `cancelScoped(timeout)`: cancels every job of the scope, with `Timeout`, or with
+/// `Requested` and the cause "the scope was cancelled".
 #[napi]
 pub fn cancel_scoped(timeout: bool) {
-    let reason = if timeout {
-        CancelReason::Timeout
+    if timeout {
+        SCOPE.cancel_all(CancelReason::Timeout);
     } else {
-        CancelReason::custom("the scope was cancelled")
-    };
-    SCOPE.cancel_all(reason);
+        SCOPE.cancel_all_with_cause(
+            CancelReason::Requested,
+            Cause::msg("the scope was cancelled"),
+        );
+    }
 }
 
-/// `cancelScopedFrom(afterMs)`: cancels every job of the scope from a thread of its own,
-/// `afterMs` from now, with a custom reason.
+/// `cancelScopedFromThread(afterMs)`: cancels every job of the scope from a thread of its
+/// own, `afterMs` from now, with `Requested` and the cause "cancelled from another thread".
 #[napi]
 pub fn cancel_scoped_from_thread(after_ms: u32) {
     std::thread::spawn(move || {
         std::thread::sleep(ms(after_ms));
-        SCOPE.cancel_all(CancelReason::custom("cancelled from another thread"));
+        SCOPE.cancel_all_with_cause(
+            CancelReason::Requested,
+            Cause::msg("cancelled from another thread"),
+        );
     });
 }
 
@@ -175,6 +233,8 @@ pub fn cancel_scoped_from_thread(after_ms: u32) {
 pub struct Stats {
     /// Closures running now.
     pub running: u32,
+    /// Jobs waiting for a place (the pool's or a scope's).
+    pub queued: u32,
     /// Jobs whose caller stopped waiting while their closure still runs.
     pub detached: u32,
     /// Closures that panicked, in all.
@@ -184,19 +244,33 @@ pub struct Stats {
 /// `stats()`: tethered's counters.
 #[napi]
 pub fn stats() -> Stats {
-    let stats = tethered::stats();
+    let stats = tethered_napi::stats();
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     Stats {
         running: count(stats.running),
+        queued: count(stats.queued),
         detached: count(stats.detached),
         panicked: u32::try_from(stats.panicked).unwrap_or(u32::MAX),
     }
+}
+
+/// `poolSize()`: how many threads the addon's default pool runs at most.
+#[napi]
+pub fn pool_size() -> u32 {
+    u32::try_from(tethered_napi::pool_size()).unwrap_or(u32::MAX)
 }
 
 /// `live()`: how many of the addon's tethered closures run now.
 #[napi]
 pub fn live() -> u32 {
     u32::try_from(work::LIVE.load(std::sync::atomic::Ordering::SeqCst)).unwrap_or(u32::MAX)
+}
+
+/// `startedCancelled()`: how many closures began with their token cancelled already.
+#[napi]
+pub fn started_cancelled() -> u32 {
+    u32::try_from(work::STARTED_CANCELLED.load(std::sync::atomic::Ordering::SeqCst))
+        .unwrap_or(u32::MAX)
 }
 
 /// `naiveLive()`: how many naive `AsyncTask` loops run now.
@@ -216,7 +290,7 @@ pub fn stop_naive() {
 #[napi(object)]
 #[derive(Debug)]
 pub struct Stop {
-    /// Its token's reason, as text.
+    /// Its token's reason, and its cause if any: `"Dropped: the client went away"`.
     pub reason: String,
     /// When it returned, on `nowNs()`'s clock.
     pub at_ns: f64,

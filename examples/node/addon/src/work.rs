@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use tethered::{CancelReason, CancelToken};
+use tethered_napi::CancelToken;
 
 /// The clock the suite times with: nanoseconds since the addon first looked.
 static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
@@ -15,9 +15,12 @@ pub(crate) static LIVE: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static NAIVE_LIVE: AtomicUsize = AtomicUsize::new(0);
 /// Bumped by `stopNaive()`: every naive loop started before returns.
 pub(crate) static NAIVE_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Closures whose token was cancelled already when they began: a queued job that started
+/// after its cancel.
+pub(crate) static STARTED_CANCELLED: AtomicUsize = AtomicUsize::new(0);
 
-/// What each cancelled closure saw: its token's reason (`Timeout`, `Shutdown`, `Custom(text)`,
-/// ...) and when it returned.
+/// What each cancelled closure saw: its token's reason and cause (`Timeout`, `Shutdown`,
+/// `Dropped: the client went away`, ...) and when it returned.
 static STOPS: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
 
 pub(crate) fn now_ns() -> f64 {
@@ -34,6 +37,16 @@ impl Live {
         counter.fetch_add(1, Ordering::SeqCst);
         Live(counter)
     }
+
+    /// [`enter`](Self::enter) for a tethered closure, which also counts a start after its
+    /// cancel.
+    fn begin(token: &CancelToken) -> Live {
+        if token.is_cancelled() {
+            // ORDERING: SeqCst, as in `enter`.
+            STARTED_CANCELLED.fetch_add(1, Ordering::SeqCst);
+        }
+        Live::enter(&LIVE)
+    }
 }
 
 impl Drop for Live {
@@ -45,13 +58,9 @@ impl Drop for Live {
 
 fn record_stop(token: &CancelToken) {
     if let Some(reason) = token.reason() {
-        let reason = match reason {
-            CancelReason::Timeout => "Timeout".to_owned(),
-            CancelReason::Shutdown => "Shutdown".to_owned(),
-            CancelReason::Dropped => "Dropped".to_owned(),
-            CancelReason::Requested => "Requested".to_owned(),
-            CancelReason::Custom(text) => format!("Custom({text})"),
-            other => other.to_string(),
+        let reason = match token.cause() {
+            Some(cause) => format!("{reason:?}: {cause}"),
+            None => format!("{reason:?}"),
         };
         STOPS
             .lock()
@@ -81,7 +90,7 @@ fn step(x: &mut u64) {
 
 /// Busy work until the token is cancelled or `max` has passed; the steps it took.
 pub(crate) fn spin(token: &CancelToken, max: Duration) -> u32 {
-    let _live = Live::enter(&LIVE);
+    let _live = Live::begin(token);
     let started = Instant::now();
     let mut steps = 0u32;
     let mut x = 1u64;
@@ -102,7 +111,7 @@ pub(crate) fn spin(token: &CancelToken, max: Duration) -> u32 {
 /// Busy for 1 ms in every 10 until the token is cancelled or `max` has passed: many of these
 /// at once stay light on a small machine.
 pub(crate) fn pulse(token: &CancelToken, max: Duration) -> u32 {
-    let _live = Live::enter(&LIVE);
+    let _live = Live::begin(token);
     let started = Instant::now();
     let mut pulses = 0u32;
     while started.elapsed() < max {

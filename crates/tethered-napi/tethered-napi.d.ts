@@ -1,0 +1,36 @@
+// TypeScript declarations of tethered-napi's JavaScript surface: prepend them to an addon's
+// generated declarations (napi-rs's `dtsHeaderFile`), which name `CallOptions`.
+
+/** The options a tethered native call takes last, as Node's and the web's APIs do. */
+export interface CallOptions {
+  /** Aborting it cancels the native job, and the call's promise rejects with an `AbortError`. */
+  signal?: AbortSignal | null
+}
+
+/** Why a native job was stopped: the same names in every language tethered bridges. */
+export type CancelReason = 'Requested' | 'Dropped' | 'Timeout' | 'Shutdown' | 'Failed'
+
+/** What the promise of a native job that was stopped rejects with. */
+export interface NativeAbortError extends Error {
+  name: 'AbortError'
+  code: 'ABORT_ERR'
+  /**
+   * `signal.reason` when the call's signal aborted; a `DOMException` named `TimeoutError` for
+   * a deadline of the job's own; an `Error` with the cancel's cause otherwise.
+   */
+  cause?: unknown
+  /** Why the job's token was cancelled. */
+  reason: CancelReason
+  /** What the closure returned after the cancel, when the promise waited for it (a grace). */
+  returned?: unknown
+}
+
+/** What the promise of a native job that failed otherwise rejects with. */
+export interface NativeError extends Error {
+  code: 'ERR_NATIVE_PANIC' | 'ERR_NATIVE_SPAWN' | 'ERR_NATIVE_CLOSING' | 'ERR_NATIVE_FAILED'
+}
+
+/** A call's bad options: not an object, or a `signal` that is no `AbortSignal`. */
+export interface InvalidOptionsError extends TypeError {
+  code: 'ERR_INVALID_ARG_TYPE'
+}

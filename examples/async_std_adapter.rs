@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use tethered::{CancelReason, NativeError};
+use tethered::{CancelReason, NativeError, Tethered};
 
 fn main() {
     async_std::task::block_on(async {
@@ -18,13 +18,13 @@ fn main() {
             }
             steps
         });
-        let token = job.token();
-        let result = tethered_async_std::timeout(Duration::from_millis(100), job).await;
+        let token = job.token().clone();
+        let result = job.timeout(Duration::from_millis(100)).await;
         // The timeout cancels the job and answers at once: `Abandoned` while the closure still
         // runs, or its own stop if it saw the cancel and returned first. Either way, `Timeout`.
         assert_eq!(
             result.as_ref().err().and_then(NativeError::cancel_reason),
-            Some(&CancelReason::Timeout)
+            Some(CancelReason::Timeout)
         );
         println!(
             "async-std: timed out; the closure was told: {}",

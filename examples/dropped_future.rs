@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use tethered::{AbortableNative, CancelReason};
+use tethered::{AbortableNative, CancelReason, Tethered};
 
 #[tokio::main]
 async fn main() {
@@ -21,7 +21,7 @@ async fn main() {
         }
         (steps, token.reason())
     });
-    let token = job.token();
+    let token = job.token().clone();
 
     println!("running a computation on a native thread, with a 200 ms timeout...");
     let started = Instant::now();

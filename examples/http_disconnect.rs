@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
-use tethered::{AbortableNative, CancelReason, CancelSource};
+use tethered::{CancelReason, CancelSource, JobOptions};
 use tethered_tokio::TokioSpawner;
 use tethered_tower::{RequestToken, RequestTokenLayer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -40,23 +40,24 @@ struct App {
 /// `GET /render/{slices}`: renders `slices` slices of 1 ms each on tokio's blocking pool, as a
 /// child of the request's token.
 async fn render(State(app): State<App>, Path(slices): Path<u64>, request: RequestToken) -> String {
-    let job = AbortableNative::builder()
+    let options = JobOptions::new()
         .child_of(&request)
-        .spawn_on(&TokioSpawner::current(), move |token| {
-            let _ = app.events.send(JobEvent::Started { slices });
-            let mut done = 0;
-            while done < slices && !token.is_cancelled() {
-                std::thread::sleep(Duration::from_millis(1)); // one slice of blocking work
-                done += 1;
-            }
-            let _ = app.events.send(JobEvent::Returned {
-                done,
-                reason: token.reason(),
-                at: Instant::now(),
-            });
-            done
-        })
-        .expect("on the runtime");
+        .on(TokioSpawner::current());
+    let job = tethered::spawn(options, move |token| {
+        let _ = app.events.send(JobEvent::Started { slices });
+        let mut done = 0;
+        while done < slices && !token.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(1)); // one slice of blocking work
+            done += 1;
+        }
+        let _ = app.events.send(JobEvent::Returned {
+            done,
+            reason: token.reason(),
+            at: Instant::now(),
+        });
+        done
+    })
+    .expect("on the runtime");
     // If the client goes away, the layer cancels the request's token with `Dropped`; at the
     // request's deadline, with `Timeout`. The job, its child, stops with the same reason.
     match job.await {

@@ -32,7 +32,9 @@ async fn main() {
         let returned = returned.clone();
         tethered_tokio::spawn_native(move |token| {
             // Wakes early when the token is cancelled; the reason it returns is unused here.
-            poll_resource(&token, |token| drop(token.wait_timeout(INTERVAL)));
+            poll_resource(&token, |token| {
+                let _ = token.wait_timeout(INTERVAL);
+            });
             let _ = returned.send(("wait_timeout", Instant::now()));
         })
     };

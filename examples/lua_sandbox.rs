@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mlua::{HookTriggers, Lua, LuaOptions, StdLib, VmState};
-use tethered::{CancelReason, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError, Tethered};
 
 /// How long a script may run.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -98,7 +98,7 @@ pub(crate) async fn run(sandbox: &Arc<Mutex<Sandbox>>, script: &'static str) -> 
         sandbox.run(script, &token)
     });
     job.cancel_after(DEADLINE)?;
-    let token = job.token();
+    let token = job.token().clone();
     let value = job.await;
     // The job's token carries its deadline; it is cancelled only if the deadline stopped it.
     let cancel_to_return = token
@@ -136,6 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: Some(returned),
+                ..
             }) => match *returned {
                 Err(err) => err,
                 Ok(value) => {

@@ -1,5 +1,5 @@
 //! CPU-bound work on rayon's pool, tethered to the request that wants it. A `Spawner` over
-//! `rayon::spawn` starts the job on a rayon worker (`Builder::spawn_on`), and a deadline
+//! `rayon::spawn` starts the job on a rayon worker (`JobOptions::on`), and a deadline
 //! (`cancel_after`) cancels it; its `par_iter` checks the job's token at every item
 //! (`try_for_each` with `token.check()`), so a cancel stops every rayon worker at its next item,
 //! and the pool is free for the next request at once.
@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use tethered::{AbortableNative, CancelReason, CancelToken, Cancelled, NativeError};
+use tethered::{
+    AbortableNative, CancelReason, CancelToken, Cancelled, JobOptions, NativeError, Tethered,
+};
 use tethered::{Runnable, SpawnError, Spawner};
 
 /// How long a request may take.
@@ -62,8 +64,9 @@ fn request(
     items: u64,
     done: Arc<AtomicU64>,
 ) -> Result<AbortableNative<Result<u64, Cancelled>>, Box<dyn std::error::Error>> {
-    let job = AbortableNative::builder()
-        .spawn_on(&RayonSpawner, move |token| digest(items, &token, &done))?;
+    let job = tethered::spawn(JobOptions::new().on(RayonSpawner), move |token| {
+        digest(items, &token, &done)
+    })?;
     job.cancel_after(DEADLINE)?;
     Ok(job)
 }
@@ -78,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let done = Arc::new(AtomicU64::new(0));
     let big = 1_000_000_000;
     let job = request(big, done.clone())?;
-    let token = job.token();
+    let token = job.token().clone();
     // Awaiting the job waits until its closure has returned, after the deadline stopped it.
     let answer = job.await;
     let deadline = token.deadline().ok_or("the job has a deadline")?;
@@ -87,6 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(returned),
+            ..
         }) => match *returned {
             Err(err) => err,
             Ok(value) => {

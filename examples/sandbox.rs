@@ -2,14 +2,14 @@
 //! `CancelToken` every 1,000 instructions, a deadline (`cancel_after`) cancels a script that runs
 //! too long, and the interpreter returns a partial result that says it was cancelled, why, and
 //! how far it got. The handle hands that result back with the stop:
-//! `Err(NativeError::Cancelled { reason: Timeout, returned: Some(partial) })`.
+//! `Err(NativeError::Cancelled { reason: Timeout, returned: Some(partial), .. })`.
 //!
 //! Run with: cargo run --example sandbox
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use tethered::{AbortableNative, CancelReason, CancelToken, NativeError};
+use tethered::{AbortableNative, CancelReason, CancelToken, NativeError, Tethered};
 
 /// Instructions between two checks of the token: one atomic load per thousand instructions.
 const CHECK_EVERY: u64 = 1_000;
@@ -194,6 +194,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(outcome),
+            ..
         }) => *outcome,
         other => return Err(format!("only its deadline stops endless(): {other:?}").into()),
     };

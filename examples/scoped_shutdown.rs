@@ -10,7 +10,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use tethered::{Builder, NativeScope};
+use tethered::{JobOptions, NativeScope};
 
 const WORKERS: usize = 8;
 const GRACE: Duration = Duration::from_millis(500);
@@ -38,13 +38,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A job stuck in a call that cannot be interrupted (a C library, a blocking read without a
     // timeout): it ignores its token until `release` lets it go.
     let (release, stuck) = mpsc::channel::<()>();
-    Builder::new()
-        .name("legacy-import")
-        .spawn_in(&scope, move |_token| {
-            let _ = started_tx.send(());
-            let _ = stuck.recv();
-        })?
-        .detach();
+    let options = JobOptions::new().name("legacy-import").in_scope(&scope);
+    tethered::spawn(options, move |_token| {
+        let _ = started_tx.send(());
+        let _ = stuck.recv();
+    })?
+    .detach();
 
     // Let every job start (a job cancelled before it starts is skipped, not stuck).
     let started = tokio::task::spawn_blocking(move || {

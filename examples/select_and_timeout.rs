@@ -1,15 +1,15 @@
 //! Native jobs in `tokio::select!` and behind timeouts. The job that loses a race is dropped, and
-//! its closure stops with `CancelReason::Dropped`; `tethered_tokio::timeout` stops a job with
-//! `CancelReason::Timeout`, so native code can tell a deadline from a caller that went away, and
-//! answers at the deadline (`Abandoned` while the closure still runs); given `&mut job` it keeps
-//! the handle, which then gives what the closure returned. A plain `tokio::time::timeout` drops
-//! the job, which stops it too.
+//! its closure stops with `CancelReason::Dropped`; the job's own `timeout` (`Tethered::timeout`)
+//! stops it with `CancelReason::Timeout`, so native code can tell a deadline from a caller that
+//! went away, and answers at the deadline (`Abandoned` while the closure still runs); given
+//! `&mut job` it keeps the handle, which then gives what the closure returned. A plain
+//! `tokio::time::timeout` drops the job, which stops it too.
 //!
 //! Run with: cargo run --example select_and_timeout
 
 use std::time::Duration;
 
-use tethered::{AbortableNative, CancelReason, NativeError};
+use tethered::{AbortableNative, CancelReason, NativeError, Tethered};
 use tokio::sync::mpsc;
 
 /// What a search's closure reports as it returns, from its own thread.
@@ -72,12 +72,12 @@ async fn main() {
         );
     }
 
-    // 2. A deadline with tethered_tokio::timeout: the closure hears `Timeout`, and the caller
+    // 2. A deadline with the job's own timeout: the closure hears `Timeout`, and the caller
     //    gets its answer at the deadline, without waiting for the closure. Given `&mut job`, the
     //    timeout leaves the handle to the caller, who can still wait for what the closure returns.
-    println!("2. tethered_tokio::timeout(50 ms) around a 10,000-round search");
+    println!("2. job.timeout(50 ms) around a 10,000-round search");
     let mut job = search("deadline", 10_000, report.clone());
-    let result = tethered_tokio::timeout(Duration::from_millis(50), &mut job).await;
+    let result = (&mut job).timeout(Duration::from_millis(50)).await;
     let stopped = match result {
         // Answered at the deadline while the closure still ran: the kept handle waits for it.
         Err(NativeError::Abandoned {
@@ -97,6 +97,7 @@ async fn main() {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(rounds),
+            ..
         }) => *rounds,
         other => panic!("the closure returns once it hears the timeout: {other:?}"),
     };

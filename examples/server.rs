@@ -1,7 +1,7 @@
 //! The server recipe: an axum service whose requests run native jobs, shut down within one
 //! deadline.
 //!
-//! - `tethered_tokio::Server`: the runtime, one server-wide token, one scope on the blocking
+//! - `tethered_server::Server`: the runtime, one server-wide token, one scope on the blocking
 //!   pool (bounded: 4 jobs at a time), and the shutdown on SIGTERM or Ctrl-C.
 //! - `tethered_tower::RequestTokenLayer`: every request's token, a child of the server's,
 //!   cancelled on a disconnect, at the request's deadline, and at shutdown.
@@ -12,16 +12,20 @@
 //!
 //! Run with: cargo run --example server [deadline-seconds]   (then Ctrl-C)
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
-use tethered::{AbortableNative, NativeScope};
-use tethered_tokio::Server;
+use tethered::{JobOptions, NativeScope};
+use tethered_server::Server;
 use tethered_tower::{RequestToken, RequestTokenLayer};
 use tokio::net::TcpListener;
+
+/// How many jobs of the server's scope run at once; the others wait for a slot.
+const MAX_RUNNING: NonZeroUsize = NonZeroUsize::new(4).expect("not zero");
 
 /// The scope the handlers spawn in: the server's.
 #[derive(Clone)]
@@ -29,17 +33,18 @@ struct Jobs(Arc<NativeScope>);
 
 /// `GET /work/{ms}`: `ms` milliseconds of native work in 1 ms slices.
 async fn work(State(jobs): State<Jobs>, Path(ms): Path<u64>, request: RequestToken) -> String {
-    let job = AbortableNative::builder()
+    let options = JobOptions::new()
         .name(format!("work {ms} ms"))
         .child_of(&request)
-        .spawn_in(&jobs.0, move |token| {
-            let mut done = 0;
-            while done < ms && !token.is_cancelled() {
-                std::thread::sleep(Duration::from_millis(1));
-                done += 1;
-            }
-            done
-        });
+        .in_scope(&jobs.0);
+    let job = tethered::spawn(options, move |token| {
+        let mut done = 0;
+        while done < ms && !token.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(1));
+            done += 1;
+        }
+        done
+    });
     match job {
         Ok(job) => match job.await {
             Ok(done) => format!("worked {done} ms\n"),
@@ -51,12 +56,13 @@ async fn work(State(jobs): State<Jobs>, Path(ms): Path<u64>, request: RequestTok
 
 /// `GET /stuck`: a minute of native work that never looks at its token.
 async fn stuck(State(jobs): State<Jobs>, request: RequestToken) -> String {
-    let job = AbortableNative::builder()
+    let options = JobOptions::new()
         .name("stuck-job")
         .child_of(&request)
-        .spawn_in(&jobs.0, |_token| {
-            std::thread::sleep(Duration::from_secs(60))
-        });
+        .in_scope(&jobs.0);
+    let job = tethered::spawn(options, |_token| {
+        std::thread::sleep(Duration::from_secs(60))
+    });
     match job {
         Ok(job) => format!("{:?}\n", job.await.is_ok()),
         Err(refused) => format!("not started: {refused}\n"),
@@ -67,8 +73,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let deadline = std::env::args()
         .nth(1)
         .map_or(Ok(5.0), |seconds| seconds.parse::<f64>())?;
-    let server = Server::new()?.with_max_running(4);
-    let token = server.token();
+    let server = Server::new()?.with_max_running(MAX_RUNNING);
+    let token = server.token().clone();
     let listener = server.handle().block_on(TcpListener::bind("127.0.0.1:0"))?;
     println!("listening on {}", listener.local_addr()?);
     let app = Router::new()
@@ -76,14 +82,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route("/stuck", get(stuck))
         .with_state(Jobs(server.scope()))
         .layer(RequestTokenLayer::new(&token));
-    let report = server.run(Duration::from_secs_f64(deadline), async move {
+    let outcome = server.run(Duration::from_secs_f64(deadline), async move {
         let drained = token.clone();
-        let _ = axum::serve(listener, app)
+        axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 drained.cancelled().await;
             })
-            .await;
+            .await
     });
-    println!("{report}");
+    match outcome {
+        Ok(report) => println!("{report}"),
+        // The HTTP server failed, which began the shutdown: its report, then its error.
+        Err(failed) => {
+            println!("{}", failed.report);
+            return Err(failed.error.into());
+        }
+    }
     Ok(())
 }

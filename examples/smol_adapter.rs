@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use tethered::{CancelReason, NativeError};
+use tethered::{CancelReason, NativeError, Tethered};
 
 fn main() {
     smol::block_on(async {
@@ -17,13 +17,13 @@ fn main() {
             }
             steps
         });
-        let token = job.token();
-        let result = tethered_smol::timeout(Duration::from_millis(100), job).await;
+        let token = job.token().clone();
+        let result = job.timeout(Duration::from_millis(100)).await;
         // The timeout cancels the job and answers at once: `Abandoned` while the closure still
         // runs, or its own stop if it saw the cancel and returned first. Either way, `Timeout`.
         assert_eq!(
             result.as_ref().err().and_then(NativeError::cancel_reason),
-            Some(&CancelReason::Timeout)
+            Some(CancelReason::Timeout)
         );
         println!(
             "smol: timed out; the closure was told: {}",

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode};
-use tethered::{CancelReason, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError, Tethered};
 
 /// How long a query may run.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -68,7 +68,7 @@ pub(crate) async fn run(db: &Db, sql: String) -> std::io::Result<Answer> {
     let db = db.clone();
     let job = tethered_tokio::spawn_native(move |token| query(&db, &sql, &token));
     job.cancel_after(DEADLINE)?;
-    let token = job.token();
+    let token = job.token().clone();
     let answer = job.await;
     // The job's token carries its deadline; it is cancelled only if the deadline stopped it.
     let cancel_to_return = token
@@ -96,6 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(returned),
+            ..
         }) => match *returned {
             Err(err) => err,
             Ok(value) => {

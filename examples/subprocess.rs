@@ -24,11 +24,11 @@ mod unix {
     use nix::errno::Errno;
     use nix::sys::signal::kill;
     use nix::unistd::Pid;
-    use tethered::{CancelReason, NativeError};
+    use tethered::{CancelReason, NativeError, Tethered};
     use tethered_process::{Ended, Process, ProcessOutput};
 
-    /// How long a child may take to exit after SIGTERM before it gets SIGKILL.
-    const GRACE: Duration = Duration::from_millis(300);
+    /// How long a child may take to exit after SIGTERM before it gets SIGKILL: its grace period.
+    const KILL_AFTER: Duration = Duration::from_millis(300);
 
     /// Runs `sh -c shell` with a deadline of `patience`, and waits until it is reaped.
     async fn run_and_give_up(
@@ -38,7 +38,7 @@ mod unix {
     ) -> Result<ProcessOutput, Box<dyn std::error::Error>> {
         let mut command = Command::new("sh");
         command.arg("-c").arg(shell);
-        let job = Process::new(command).grace(GRACE).spawn()?;
+        let job = Process::new(command).kill_after(KILL_AFTER).spawn()?;
         println!("{label}: started `sh -c \"{shell}\"`, deadline {patience:?}");
         // The caller gives up at the deadline (in real code: a disconnect, a lost select): the
         // job is cancelled with `Timeout`, and awaiting it waits until the child is reaped.
@@ -47,6 +47,7 @@ mod unix {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: Some(output),
+                ..
             }) => *output,
             other => {
                 return Err(
@@ -91,13 +92,13 @@ mod unix {
         // job, and its waiter stops the group and reaps it on its own.
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 1000 & sleep 1000"]); // a grandchild too
-        let job = Process::new(command).grace(GRACE).spawn()?;
-        let result = tethered_tokio::timeout(Duration::from_millis(100), job).await;
+        let job = Process::new(command).kill_after(KILL_AFTER).spawn()?;
+        let result = job.timeout(Duration::from_millis(100)).await;
         let err = result
             .err()
             .ok_or("the program runs far longer than 100 ms")?;
         // `Abandoned` while the child is still being stopped; `Cancelled` if it was reaped first.
-        assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+        assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
         println!("no wait: the timeout answered at the deadline; the group got SIGTERM");
         // The waiter's last moment is the reap: wait for it off the async threads.
         tokio::task::spawn_blocking(|| {

@@ -9,7 +9,7 @@
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use tethered::{CancelReason, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError, Tethered};
 
 /// How long the consumer may wait.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -46,7 +46,7 @@ pub(crate) fn consume(
     // Unblock: the message waits in the channel if `recv` is not blocked yet, so a cancel that
     // comes early is not lost.
     let _wake_on_cancel = token.on_cancel(move |reason| {
-        let _ = wake.send(Event::Stop(reason.clone())); // Err: the receiver is gone already
+        let _ = wake.send(Event::Stop(reason)); // Err: the receiver is gone already
     });
     let mut total = 0;
     loop {
@@ -77,7 +77,7 @@ async fn consume_with_deadline(
     });
     let job = tethered_tokio::spawn_native(move |token| consume(&receiver, wake, &token));
     job.cancel_after(DEADLINE)?;
-    let token = job.token();
+    let token = job.token().clone();
     let consumed = job.await;
     // The job's token carries its deadline; it is cancelled only if the deadline stopped it.
     let cancel_to_return = token
@@ -104,6 +104,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(consumed),
+            ..
         }) => *consumed,
         other => return Err(format!("the producer never ends: {other:?}").into()),
     };

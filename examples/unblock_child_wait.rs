@@ -28,7 +28,7 @@ pub(crate) mod linux {
     use nix::sys::signal::Signal;
     use nix::sys::wait::{Id, WaitPidFlag, waitid};
     use nix::unistd::Pid;
-    use tethered::{CancelReason, CancelToken, NativeError};
+    use tethered::{CancelReason, CancelToken, NativeError, Tethered};
 
     /// How long the child may run.
     const DEADLINE: Duration = Duration::from_millis(200);
@@ -74,7 +74,7 @@ pub(crate) mod linux {
         // At the deadline the job's token is cancelled with `Timeout`, and the armed kill runs;
         // awaiting the job waits until the child is reaped.
         job.cancel_after(DEADLINE)?;
-        let token = job.token();
+        let token = job.token().clone();
         let status = job.await;
         let deadline = token.deadline().ok_or("the job has a deadline")?;
         let cancel_to_return = deadline.elapsed();
@@ -83,6 +83,7 @@ pub(crate) mod linux {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: Some(status),
+                ..
             }) => (*status)?,
             other => return Err(format!("`sleep 60` outlasts the deadline: {other:?}").into()),
         };

@@ -10,7 +10,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use tethered::{CancelReason, CancelToken, NativeError};
+use tethered::{CancelReason, CancelToken, NativeError, Tethered};
 
 /// How long a request may take.
 const DEADLINE: Duration = Duration::from_millis(200);
@@ -65,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // At the deadline the job's token is cancelled with `Timeout`, and the armed shutdown runs;
     // awaiting the job waits until the read has returned.
     job.cancel_after(DEADLINE)?;
-    let token = job.token();
+    let token = job.token().clone();
     let reply = job.await;
     let deadline = token.deadline().ok_or("the job has a deadline")?;
     let cancel_to_return = deadline.elapsed();
@@ -73,6 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(NativeError::Cancelled {
             reason: CancelReason::Timeout,
             returned: Some(returned),
+            ..
         }) => match *returned {
             Err(err) => err,
             Ok(value) => {

@@ -19,9 +19,11 @@ fn main() {
 #[cfg(unix)]
 mod unix {
     use std::error::Error;
+    use std::num::NonZeroUsize;
     use std::process::Command;
     use std::time::Duration;
 
+    use tethered::Tethered;
     use tethered_process::{Pool, Worker};
 
     /// A worker: one request per line, `n` milliseconds of work, or forever for a negative `n`.
@@ -57,13 +59,13 @@ for line in sys.stdin:
             command
         })
         // One worker, so that the requests after the stuck one are served by its replacement.
-        .size(1)
-        .grace(Duration::from_millis(500))
+        .size(NonZeroUsize::MIN)
+        .kill_after(Duration::from_millis(500))
         .build()?;
         println!("request 40 ms: {}", pool.run(ask(40)).await??);
 
         // A request that never ends, behind a deadline: the timeout drops it during its turn.
-        let stuck = tethered_tokio::timeout(Duration::from_millis(200), pool.run(ask(-1))).await;
+        let stuck = pool.run(ask(-1)).timeout(Duration::from_millis(200)).await;
         assert!(stuck.is_err(), "the request never ends by itself");
         println!("request forever: timed out after 200 ms; its future was dropped");
         // Its worker was stopped and a fresh one started: it answers both, in turn.
@@ -79,12 +81,12 @@ for line in sys.stdin:
         let report =
             tokio::task::spawn_blocking(move || pool.shutdown_blocking(Duration::from_secs(10)))
                 .await?;
-        assert_eq!(report.still_running, 0);
+        assert!(report.is_clean(), "{report}");
         tokio::task::spawn_blocking(|| {
             tethered::testing::wait_all_returned(Duration::from_secs(10))
         })
         .await??;
-        println!("every worker process reaped in {:.1?}", report.took);
+        println!("every worker process reaped in {:.1?}", report.elapsed);
         Ok(())
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use tethered::{CancelReason, CancelSource, Cancelled};
+use tethered::{CancelReason, CancelSource, Cancelled, Tethered};
 
 #[allow(dead_code)]
 #[path = "../examples/unblock_socket_read.rs"]
@@ -53,7 +53,7 @@ fn connected_pair() -> (TcpStream, TcpStream) {
 }
 
 /// Whether `err` is the cancel, for `reason`.
-fn is_cancel(err: &std::io::Error, reason: &CancelReason) -> bool {
+fn is_cancel(err: &std::io::Error, reason: CancelReason) -> bool {
     err.get_ref()
         .and_then(|inner| inner.downcast_ref::<Cancelled>())
         .is_some_and(|cancelled| cancelled.reason() == reason)
@@ -93,12 +93,12 @@ async fn a_cancel_shuts_the_socket_down_and_ends_the_blocked_read() {
     );
     // Cancelled while it ran: the stop, with what the closure returned.
     let stopped = reply.expect_err("cancelled while it ran");
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Timeout));
     let err = stopped
         .into_returned()
         .expect("the closure ran, and returned")
         .expect_err("the peer never answers");
-    assert!(is_cancel(&err, &CancelReason::Timeout), "{err:?}");
+    assert!(is_cancel(&err, CancelReason::Timeout), "{err:?}");
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn a_cancel_before_the_read_starts_ends_it_at_once() {
     let source = CancelSource::new();
     source.cancel(CancelReason::Dropped);
     let err = unblock_socket_read::request(ours, b"PING\n", &source.token()).unwrap_err();
-    assert!(is_cancel(&err, &CancelReason::Dropped), "{err:?}");
+    assert!(is_cancel(&err, CancelReason::Dropped), "{err:?}");
 }
 
 #[test]
@@ -162,7 +162,7 @@ async fn a_cancel_sends_the_stop_and_ends_the_blocked_recv() {
     );
     // Cancelled while it ran: the stop, with what the consumer had summed.
     let stopped = consumed.expect_err("cancelled while it ran");
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Timeout));
     assert_eq!(
         stopped.into_returned(),
         Some(Consumed::Stopped {
@@ -259,7 +259,7 @@ mod child {
         );
         // Cancelled while it ran: the stop, with the killed child's status.
         let stopped = status.expect_err("cancelled while it ran");
-        assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Timeout));
+        assert_eq!(stopped.cancel_reason(), Some(CancelReason::Timeout));
         let status = stopped
             .into_returned()
             .expect("the closure ran, and returned")

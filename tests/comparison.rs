@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::future::{Aborted, abortable};
-use tethered::CancelReason;
+use tethered::{CancelReason, Tethered};
 
 mod stopping;
 use stopping::{PATIENCE, wait_for};
@@ -68,7 +68,7 @@ fn abortable_around_a_tethered_job_cancels_it_once_the_aborted_future_is_dropped
             let _ = started.send(());
             token.wait()
         });
-        let token = job.token();
+        let token = job.token().clone();
         let (job, abort) = abortable(job);
         (job, token, abort)
     });

@@ -65,7 +65,8 @@ async fn a_query_past_its_deadline_fails_interrupted_and_the_connection_answers_
             stopped,
             NativeError::Cancelled {
                 reason: CancelReason::Timeout,
-                returned: Some(_)
+                returned: Some(_),
+                ..
             }
         ),
         "{stopped:?}"
@@ -168,7 +169,8 @@ async fn lua_scripts_past_their_deadline_stop_and_the_state_runs_the_next() {
                 stopped,
                 NativeError::Cancelled {
                     reason: CancelReason::Timeout,
-                    returned: Some(_)
+                    returned: Some(_),
+                    ..
                 }
             ),
             "{script}: {stopped:?}"

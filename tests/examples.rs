@@ -162,7 +162,7 @@ fn http_disconnect_stops_the_job_when_the_client_hangs_up() {
     run("http_disconnect", &[])
         .assert_success()
         .assert_prints("got `HTTP/1.1 200 OK`: rendered 20 slices")
-        .assert_prints("its token said: the awaiting future was dropped")
+        .assert_prints("its token said: the caller gave up")
         .assert_prints("got `HTTP/1.1 504 Gateway Timeout` after")
         .assert_prints("its token said: the deadline passed")
         .assert_prints("no native job is left running");
@@ -500,7 +500,7 @@ fn server_sigterm_under_load_exits_within_the_deadline_and_names_the_stuck_job()
     );
     assert!(rest.contains("shutdown on SIGTERM"), "{rest}");
     assert!(
-        rest.contains("still running: ") && rest.contains("\"stuck-job\""),
+        rest.contains("still running, now detached:") && rest.contains("\"stuck-job\""),
         "{rest}"
     );
 

@@ -264,7 +264,7 @@ async fn a_call_stopped_by_its_token_fails_with_the_grpc_status_of_its_reason() 
             Some(caller.token()),
         ));
         next(&mut server, "start").await;
-        caller.cancel(reason.clone());
+        caller.cancel(reason);
         let result = tokio::time::timeout(Duration::from_secs(5), call)
             .await
             .expect("answered")

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use tethered::{AbortableNative, CancelReason};
+use tethered::{CancelReason, JobOptions, Tethered};
 
 #[allow(dead_code)]
 #[path = "../examples/rayon_pool.rs"]
@@ -73,12 +73,11 @@ async fn naive_rayon_spawn_keeps_the_workers_grinding_after_its_caller_gave_up()
 async fn a_cancel_stops_every_worker_and_the_next_request_runs_at_once() {
     let _pool = GLOBAL_POOL.lock().await;
     let done = Arc::new(AtomicU64::new(0));
-    let job = AbortableNative::builder()
-        .spawn_on(&RayonSpawner, {
-            let done = done.clone();
-            move |token| digest(ENDLESS, &token, &done)
-        })
-        .unwrap();
+    let job = tethered::spawn(JobOptions::new().on(RayonSpawner), {
+        let done = done.clone();
+        move |token| digest(ENDLESS, &token, &done)
+    })
+    .unwrap();
     let deadline = Instant::now() + PATIENCE;
     while done.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -94,11 +93,11 @@ async fn a_cancel_stops_every_worker_and_the_next_request_runs_at_once() {
     );
     // Cancelled while it ran: the stop, with what the closure returned (its own `Cancelled`).
     let err = answer.expect_err("cancelled while it ran");
-    assert_eq!(err.cancel_reason(), Some(&CancelReason::Timeout));
+    assert_eq!(err.cancel_reason(), Some(CancelReason::Timeout));
     let returned = err.into_returned().expect("the closure ran, and returned");
     assert_eq!(
         returned.expect_err("it never ends by itself").reason(),
-        &CancelReason::Timeout
+        CancelReason::Timeout
     );
     assert_eq!(
         items_run(&done, Duration::from_millis(200)),
@@ -107,11 +106,10 @@ async fn a_cancel_stops_every_worker_and_the_next_request_runs_at_once() {
     );
 
     let asked = Instant::now();
-    let next = AbortableNative::builder()
-        .spawn_on(&RayonSpawner, |token| {
-            digest(1_000, &token, &AtomicU64::new(0))
-        })
-        .unwrap();
+    let next = tethered::spawn(JobOptions::new().on(RayonSpawner), |token| {
+        digest(1_000, &token, &AtomicU64::new(0))
+    })
+    .unwrap();
     let serial = (0..1_000).map(work).fold(0, u64::wrapping_add);
     assert_eq!(next.await.unwrap().unwrap(), serial);
     assert!(asked.elapsed() < STOPS_WITHIN, "{:?}", asked.elapsed());

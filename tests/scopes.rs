@@ -1,13 +1,14 @@
-//! `NativeScope` and `Builder` on the real runtimes: tokio's blocking pool and smol's.
+//! `NativeScope` and `JobOptions` on the real runtimes: tokio's blocking pool and smol's.
 //!
 //! Each behaviour is written once, generic over the runtime, and run on both.
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
-use tethered::{Builder, CancelReason, NativeError, NativeScope, Spawner};
+use tethered::{CancelReason, JobOptions, NativeError, NativeScope, Spawner, Tethered};
 
 /// What a behaviour needs of a runtime: its spawner and a way to block on a future.
 trait Runtime {
@@ -116,14 +117,13 @@ fn a_stuck_job_is_a_named_straggler(rt: impl Runtime) {
     let scope = NativeScope::with_spawner(rt.spawner());
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
-    Builder::new()
-        .name("stuck-sandbox")
-        .spawn_in(&scope, move |_token| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap();
-        })
-        .unwrap()
-        .detach();
+    let options = JobOptions::new().name("stuck-sandbox").in_scope(&scope);
+    tethered::spawn(options, move |_token| {
+        started_tx.send(()).unwrap();
+        release.recv().unwrap();
+    })
+    .unwrap()
+    .detach();
     started.recv().unwrap();
     let report = rt.block_on(scope.shutdown(Duration::from_millis(100)));
     assert!(report.elapsed >= Duration::from_millis(100));
@@ -152,7 +152,8 @@ fn smol_a_stuck_job_is_a_named_straggler() {
 /// At most `max` closures of the scope run at once on the runtime's pool.
 fn max_running_bounds_the_pool(rt: impl Runtime) {
     let _serial = serial();
-    let scope = NativeScope::with_spawner(rt.spawner()).with_max_running(3);
+    let scope =
+        NativeScope::with_spawner(rt.spawner()).with_max_running(NonZeroUsize::new(3).unwrap());
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let jobs: Vec<_> = (0..12)
@@ -191,20 +192,20 @@ fn smol_max_running_bounds_the_pool() {
     max_running_bounds_the_pool(Smol);
 }
 
-/// An awaited job with an abandon grace stops being waited for, visibly, when it ignores its
-/// cancel.
-fn abandon_after_on_the_runtime(rt: impl Runtime) {
+/// An awaited job with a grace stops being waited for, visibly, when it ignores its cancel.
+fn grace_on_the_runtime(rt: impl Runtime) {
     let _serial = serial();
     let base = tethered::stats();
     let (started_tx, started) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
-    let job = Builder::new()
-        .abandon_after(Duration::from_millis(50))
-        .spawn_on(&rt.spawner(), move |_| {
-            started_tx.send(()).unwrap();
-            release.recv().unwrap();
-        })
-        .unwrap();
+    let options = JobOptions::new()
+        .grace(Duration::from_millis(50))
+        .on(rt.spawner());
+    let job = tethered::spawn(options, move |_| {
+        started_tx.send(()).unwrap();
+        release.recv().unwrap();
+    })
+    .unwrap();
     started.recv().unwrap();
     job.cancel(CancelReason::Timeout);
     let err = rt.block_on(job).unwrap_err();
@@ -228,13 +229,13 @@ fn abandon_after_on_the_runtime(rt: impl Runtime) {
 }
 
 #[test]
-fn tokio_abandon_after_on_the_runtime() {
-    abandon_after_on_the_runtime(Tokio::new());
+fn tokio_grace_on_the_runtime() {
+    grace_on_the_runtime(Tokio::new());
 }
 
 #[test]
-fn smol_abandon_after_on_the_runtime() {
-    abandon_after_on_the_runtime(Smol);
+fn smol_grace_on_the_runtime() {
+    grace_on_the_runtime(Smol);
 }
 
 /// `cancel_all` and `wait_idle`; then dropping the scope cancels without blocking.
@@ -279,7 +280,7 @@ fn cancel_all_wait_idle_and_drop(rt: impl Runtime) {
         .block_on(job)
         .expect_err("the scope's drop cancelled the job");
     assert!(stopped.is_cancelled(), "{stopped:?}");
-    assert_eq!(stopped.cancel_reason(), Some(&CancelReason::Shutdown));
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
     assert_eq!(
         stopped.into_returned(),
         Some(Some(CancelReason::Shutdown)),
@@ -310,30 +311,30 @@ fn tokio_shutdown_of_500_running_jobs_and_a_stuck_one() {
     for i in 0..500 {
         let running = running.clone();
         let last_return = last_return.clone();
-        Builder::new()
+        let options = JobOptions::new()
             .name(format!("poller-{i}"))
-            .spawn_in(&scope, move |token| {
-                running.fetch_add(1, Ordering::SeqCst);
-                while !token.is_cancelled() {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                let now = Instant::now();
-                let mut last = last_return.lock().unwrap();
-                *last = Some(last.map_or(now, |last| last.max(now)));
-            })
-            .unwrap()
-            .detach();
-    }
-    let (release_tx, release) = mpsc::channel::<()>();
-    let (stuck_started_tx, stuck_started) = mpsc::channel::<()>();
-    Builder::new()
-        .name("stuck-sandbox-7")
-        .spawn_in(&scope, move |_token| {
-            stuck_started_tx.send(()).unwrap();
-            release.recv().unwrap()
+            .in_scope(&scope);
+        tethered::spawn(options, move |token| {
+            running.fetch_add(1, Ordering::SeqCst);
+            while !token.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let now = Instant::now();
+            let mut last = last_return.lock().unwrap();
+            *last = Some(last.map_or(now, |last| last.max(now)));
         })
         .unwrap()
         .detach();
+    }
+    let (release_tx, release) = mpsc::channel::<()>();
+    let (stuck_started_tx, stuck_started) = mpsc::channel::<()>();
+    let options = JobOptions::new().name("stuck-sandbox-7").in_scope(&scope);
+    tethered::spawn(options, move |_token| {
+        stuck_started_tx.send(()).unwrap();
+        release.recv().unwrap()
+    })
+    .unwrap()
+    .detach();
     wait_until("all 500 pollers are running", || {
         running.load(Ordering::SeqCst) == 500
     });

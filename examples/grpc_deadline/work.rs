@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use tethered::{AbortableNative, CancelReason, CancelToken};
+use tethered::{CancelReason, CancelToken, JobOptions};
 use tethered_tokio::TokioSpawner;
 use tethered_tower::{ClientTokenLayer, RequestToken, RequestTokenLayer, parse_grpc_timeout};
 use tonic::body::Body;
@@ -99,15 +99,9 @@ pub(crate) fn mono_ns() -> u64 {
         + u64::try_from(now.tv_nsec()).unwrap_or(0)
 }
 
-/// A reason's short name in the reports.
-pub(crate) fn reason_name(reason: &CancelReason) -> String {
-    match reason {
-        CancelReason::Timeout => "Timeout".into(),
-        CancelReason::Dropped => "Dropped".into(),
-        CancelReason::Shutdown => "Shutdown".into(),
-        CancelReason::Requested => "Requested".into(),
-        other => format!("Custom({other})").replace(' ', "_"),
-    }
+/// A reason's short name in the reports: its variant's name (`Timeout`, `Dropped`, ...).
+pub(crate) fn reason_name(reason: CancelReason) -> String {
+    format!("{reason:?}")
 }
 
 /// The service.
@@ -163,27 +157,28 @@ impl Work {
         request: Request<SpinRequest>,
         header: Option<Duration>,
     ) -> Result<Response<SpinReply>, Status> {
-        let token = RequestToken::from_tonic(&request)
-            .ok_or_else(|| Status::internal("the server runs no RequestTokenLayer"))?;
+        let token =
+            RequestToken::from_tonic(&request).map_err(|err| Status::internal(err.to_string()))?;
         let SpinRequest { id, max_ms } = request.into_inner();
         let report = self.report.clone();
         let header = header.map_or("-".to_owned(), |d| d.as_millis().to_string());
-        let job = AbortableNative::builder()
+        let options = JobOptions::new()
             .name(format!("spin-{id}"))
             .child_of(&token) // stops with the request, with its reason
-            .spawn_on(&TokioSpawner::current(), move |token| {
-                report(format!("start {id} {} {header}", mono_ns()));
-                let steps = spin_until(&token, Duration::from_millis(u64::from(max_ms)));
-                if let Some(reason) = token.reason() {
-                    report(format!(
-                        "stop {id} {} {} {header}",
-                        reason_name(&reason),
-                        mono_ns()
-                    ));
-                }
-                steps
-            })
-            .map_err(|err| Status::unavailable(err.to_string()))?;
+            .on(TokioSpawner::current());
+        let job = tethered::spawn(options, move |token| {
+            report(format!("start {id} {} {header}", mono_ns()));
+            let steps = spin_until(&token, Duration::from_millis(u64::from(max_ms)));
+            if let Some(reason) = token.reason() {
+                report(format!(
+                    "stop {id} {} {} {header}",
+                    reason_name(reason),
+                    mono_ns()
+                ));
+            }
+            steps
+        })
+        .map_err(|err| Status::unavailable(err.to_string()))?;
         match job.await {
             Ok(steps) => Ok(Response::new(SpinReply { steps })),
             Err(stopped) => Err(Status::cancelled(stopped.to_string())),
@@ -233,8 +228,8 @@ async fn relay(
     upstream: Channel,
     request: Request<SpinRequest>,
 ) -> Result<Response<SpinReply>, Status> {
-    let token = RequestToken::from_tonic(&request)
-        .ok_or_else(|| Status::internal("the server runs no RequestTokenLayer"))?;
+    let token =
+        RequestToken::from_tonic(&request).map_err(|err| Status::internal(err.to_string()))?;
     let reply = call_spin(upstream, request.into_inner(), None, Some(token)).await?;
     Ok(Response::new(reply))
 }
@@ -325,7 +320,12 @@ impl tower::Service<http::Request<Body>> for Work {
                 .next()
                 .unwrap_or("")
                 .to_owned();
-            let header = parse_grpc_timeout(request.headers());
+            // A malformed `grpc-timeout` is refused, as `RequestTokenLayer` refuses it in front
+            // of the tethered modes: a deadline the caller meant is never silently dropped.
+            let header = match parse_grpc_timeout(request.headers()) {
+                Ok(header) => header,
+                Err(err) => return Ok(Status::invalid_argument(err.to_string()).into_http()),
+            };
             let response = match method.as_str() {
                 "Spin" => {
                     let handler = tower::service_fn(move |request: Request<SpinRequest>| {

@@ -9,7 +9,7 @@ use std::time::Duration;
 pub(crate) const USAGE: &str = "\
 Runs sandbox-like jobs behind a timeout on tokio twice: the naive way (spawn_blocking with a stop
 flag that nothing sets when the timeout drops the future) and with tethered (spawn_native and
-tethered_tokio::timeout). Prints what each way leaves behind and writes an SVG chart.
+the job's own timeout). Prints what each way leaves behind and writes an SVG chart.
 
 Usage: cargo run --release --example leak_demo -- [OPTIONS]
 

@@ -3,8 +3,8 @@
 //!
 //! - naive: `tokio::task::spawn_blocking`, the script checking a stop flag that nothing sets
 //!   when the timeout drops the future awaiting it;
-//! - tethered: `tethered_tokio::spawn_native` and `tethered_tokio::timeout`, the script checking
-//!   its `CancelToken`.
+//! - tethered: `tethered_tokio::spawn_native` and the job's `timeout` (`tethered::Tethered`),
+//!   the script checking its `CancelToken`.
 //!
 //! Prints a table (jobs timed out, closures still running afterwards, CPU burnt after the
 //! timeouts, blocking-pool slots held, how long a fresh job waits for a thread) and writes an
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use tethered::CancelReason;
+use tethered::{CancelReason, Tethered};
 
 use crate::args::{Command, Options};
 use crate::cpu::ThreadTimes;
@@ -242,9 +242,10 @@ async fn drive(way: Way, options: Options, tally: Arc<Tally>) -> Observed {
                     .is_err(),
                 // `Abandoned` for a running closure (it stops at its next check), `Cancelled`
                 // for a queued one (skipped unrun): a timeout either way.
-                Way::Tethered => tethered_tokio::timeout(options.timeout, tethered_request(tally))
+                Way::Tethered => tethered_request(tally)
+                    .timeout(options.timeout)
                     .await
-                    .is_err_and(|err| err.cancel_reason() == Some(&CancelReason::Timeout)),
+                    .is_err_and(|err| err.cancel_reason() == Some(CancelReason::Timeout)),
             };
             if timed_out {
                 counter.timed_out();
@@ -267,7 +268,7 @@ async fn drive(way: Way, options: Options, tally: Arc<Tally>) -> Observed {
         }
         Way::Tethered => {
             let fresh = tethered_tokio::spawn_native(move |_token| asked.elapsed());
-            tethered_tokio::timeout(options.observe, fresh).await.ok()
+            fresh.timeout(options.observe).await.ok()
         }
     };
 

@@ -92,14 +92,16 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 /// A [`tethered::Spawner`] that runs each task on a model thread and can join them all, so a
-/// model can assert on the state after every native thread has finished.
-#[derive(Default)]
+/// model can assert on the state after every native thread has finished. Its clones share the
+/// threads (a job's options take their spawner by value: give them a clone, and join through
+/// the one kept).
+#[derive(Clone, Default)]
 pub struct JoinableSpawner {
-    threads: std::sync::Mutex<Vec<thread::JoinHandle<()>>>,
+    threads: std::sync::Arc<std::sync::Mutex<Vec<thread::JoinHandle<()>>>>,
 }
 
 impl JoinableSpawner {
-    /// Joins every thread started so far, and those they start meanwhile.
+    /// Joins every thread started so far (through any clone), and those they start meanwhile.
     pub fn join_all(&self) {
         loop {
             let threads = std::mem::take(&mut *self.threads.lock().unwrap());
@@ -127,14 +129,15 @@ impl std::fmt::Debug for JoinableSpawner {
     }
 }
 
-/// A [`tethered::Spawner`] that keeps tasks until the model runs or drops them.
-#[derive(Debug, Default)]
+/// A [`tethered::Spawner`] that keeps tasks until the model runs or drops them. Its clones
+/// share the tasks held.
+#[derive(Clone, Debug, Default)]
 pub struct HeldSpawner {
-    tasks: std::sync::Mutex<Vec<tethered::Runnable>>,
+    tasks: std::sync::Arc<std::sync::Mutex<Vec<tethered::Runnable>>>,
 }
 
 impl HeldSpawner {
-    /// Takes the oldest held task.
+    /// Takes the oldest held task (held through any clone).
     pub fn take(&self) -> tethered::Runnable {
         self.tasks.lock().unwrap().remove(0)
     }

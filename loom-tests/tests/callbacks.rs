@@ -22,7 +22,7 @@ fn callback_registered_during_a_cancel_runs_exactly_once() {
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = runs.clone();
         let guard = source.token().on_cancel(move |reason| {
-            assert_eq!(reason, &CancelReason::Requested);
+            assert_eq!(reason, CancelReason::Requested);
             counter.fetch_add(1, Ordering::SeqCst);
         });
         canceller.join().unwrap();

@@ -6,7 +6,7 @@ use loom_tests::{
     sync::{Arc, AtomicBool, Ordering},
     thread,
 };
-use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, stats};
+use tethered::{CancelReason, CancelSource, JobOptions, NativeError, Tethered, stats};
 
 /// A cancel racing the job's start: either the closure ran (and its value arrives) or the
 /// closure never ran (and the cancel arrives). Never both, never neither. And when the cancel
@@ -18,19 +18,20 @@ fn cancel_before_start_means_the_closure_never_runs() {
         let spawner = WatchingSpawner {
             cancel_done: cancel_done.clone(),
             started_after_cancel: Arc::new(AtomicBool::new(false)),
-            thread: std::sync::Mutex::new(None),
+            thread: std::sync::Arc::new(std::sync::Mutex::new(None)),
         };
         let source = CancelSource::new();
         let ran = Arc::new(AtomicBool::new(false));
         let job = {
             let ran = ran.clone();
-            AbortableNative::builder()
+            let options = JobOptions::new()
                 .child_of(&source.token())
-                .spawn_on(&spawner, move |_token| {
-                    ran.store(true, Ordering::SeqCst);
-                    7
-                })
-                .unwrap()
+                .on(spawner.clone());
+            tethered::spawn(options, move |_token| {
+                ran.store(true, Ordering::SeqCst);
+                7
+            })
+            .unwrap()
         };
         let canceller = thread::spawn(move || {
             source.cancel(CancelReason::Requested);
@@ -52,6 +53,7 @@ fn cancel_before_start_means_the_closure_never_runs() {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Requested,
                 returned: None,
+                ..
             }) => {
                 assert!(!ran, "a job stopped before it ran also ran")
             }
@@ -59,6 +61,7 @@ fn cancel_before_start_means_the_closure_never_runs() {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Requested,
                 returned: Some(value),
+                ..
             }) if *value == 7 => assert!(ran),
             other => panic!("unexpected result {other:?}"),
         }
@@ -73,11 +76,12 @@ fn cancel_before_start_means_the_closure_never_runs() {
 }
 
 /// Runs the task on a model thread and records whether the cancel had already completed
-/// when the runner started.
+/// when the runner started. Its clones share what they record.
+#[derive(Clone)]
 struct WatchingSpawner {
     cancel_done: Arc<AtomicBool>,
     started_after_cancel: Arc<AtomicBool>,
-    thread: std::sync::Mutex<Option<thread::JoinHandle<()>>>,
+    thread: std::sync::Arc<std::sync::Mutex<Option<thread::JoinHandle<()>>>>,
 }
 
 impl tethered::Spawner for WatchingSpawner {
@@ -104,10 +108,11 @@ fn handle_drop_vs_completion() {
     model("native_drop_vs_completion", || {
         let base = stats();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::builder()
-            .spawn_on(&spawner, |token| token.is_cancelled())
-            .unwrap();
-        let token = job.token();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |token| {
+            token.is_cancelled()
+        })
+        .unwrap();
+        let token = job.token().clone();
         drop(job);
         spawner.join_all();
         let after = stats();
@@ -135,20 +140,20 @@ fn cancel_and_join_waits_for_the_closure() {
         let returned = Arc::new(AtomicBool::new(false));
         let job = {
             let returned = returned.clone();
-            AbortableNative::builder()
-                .spawn_on(&spawner, move |token| {
-                    while !token.is_cancelled() {
-                        thread::yield_now();
-                    }
-                    returned.store(true, Ordering::SeqCst);
-                    token.reason()
-                })
-                .unwrap()
+            tethered::spawn(JobOptions::new().on(spawner.clone()), move |token| {
+                while !token.is_cancelled() {
+                    thread::yield_now();
+                }
+                returned.store(true, Ordering::SeqCst);
+                token.reason()
+            })
+            .unwrap()
         };
         match block_on(job.cancel_and_join()) {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Requested,
                 returned: Some(seen),
+                ..
             }) => {
                 assert_eq!(*seen, Some(CancelReason::Requested));
                 assert!(
@@ -159,6 +164,7 @@ fn cancel_and_join_waits_for_the_closure() {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Requested,
                 returned: None,
+                ..
             }) => {
                 assert!(!returned.load(Ordering::SeqCst))
             }
@@ -174,16 +180,17 @@ fn cancel_and_join_waits_for_the_closure() {
 #[test]
 fn pool_drops_the_job_unrun_vs_cancel() {
     model("native_unrun_drop_vs_cancel", || {
-        let spawner = Arc::new(HeldSpawner::default());
-        let job = AbortableNative::builder()
-            .spawn_on(&*spawner, |_| unreachable!("never runs"))
-            .unwrap();
+        let spawner = HeldSpawner::default();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| {
+            unreachable!("never runs")
+        })
+        .unwrap();
         let pool = {
             let spawner = spawner.clone();
             thread::spawn(move || drop(spawner.take()))
         };
         job.cancel(CancelReason::Timeout);
-        let token = job.token();
+        let token = job.token().clone();
         let result: Result<(), NativeError<()>> = block_on(job);
         pool.join().unwrap();
         match result {
@@ -209,10 +216,8 @@ fn pool_drops_the_job_unrun_vs_cancel() {
 #[test]
 fn run_vs_poll_vs_drop_delivers_the_result_once() {
     model("native_run_vs_poll", || {
-        let spawner = Arc::new(HeldSpawner::default());
-        let job = AbortableNative::builder()
-            .spawn_on(&*spawner, |_| 11)
-            .unwrap();
+        let spawner = HeldSpawner::default();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 11).unwrap();
         let worker = {
             let spawner = spawner.clone();
             thread::spawn(move || spawner.take().run())
@@ -236,10 +241,11 @@ fn run_vs_poll_vs_drop_delivers_the_result_once() {
 fn detach_vs_completion_returns_detached_to_zero() {
     model("native_detach_vs_completion", || {
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::builder()
-            .spawn_on(&spawner, |token| token.is_cancelled())
-            .unwrap();
-        let token = job.token();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |token| {
+            token.is_cancelled()
+        })
+        .unwrap();
+        let token = job.token().clone();
         job.detach();
         spawner.join_all();
         assert!(!token.is_cancelled());
@@ -254,16 +260,15 @@ fn detach_vs_completion_returns_detached_to_zero() {
 #[test]
 fn handle_cancel_vs_pool_start() {
     model("native_handle_cancel_vs_pool_start", || {
-        let spawner = Arc::new(HeldSpawner::default());
+        let spawner = HeldSpawner::default();
         let ran = Arc::new(AtomicBool::new(false));
         let job = {
             let ran = ran.clone();
-            AbortableNative::builder()
-                .spawn_on(&*spawner, move |_| {
-                    ran.store(true, Ordering::SeqCst);
-                    5
-                })
-                .unwrap()
+            tethered::spawn(JobOptions::new().on(spawner.clone()), move |_| {
+                ran.store(true, Ordering::SeqCst);
+                5
+            })
+            .unwrap()
         };
         let pool = {
             let spawner = spawner.clone();
@@ -277,6 +282,7 @@ fn handle_cancel_vs_pool_start() {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: None,
+                ..
             }) => {
                 assert!(
                     !ran.load(Ordering::SeqCst),
@@ -286,6 +292,7 @@ fn handle_cancel_vs_pool_start() {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: Some(value),
+                ..
             }) if *value == 5 => assert!(ran.load(Ordering::SeqCst)),
             other => panic!("unexpected result {other:?}"),
         }
@@ -309,11 +316,11 @@ fn a_cancel_is_counted_once_whether_the_job_finishes_before_or_after_its_accepta
                 parent.cancel(CancelReason::Shutdown);
             })
         };
-        let job = AbortableNative::builder()
+        let options = JobOptions::new()
             .child_of(&parent.token())
-            .spawn_on(&spawner, |_| ())
-            .unwrap();
-        let token = job.token();
+            .on(spawner.clone());
+        let job = tethered::spawn(options, |_| ()).unwrap();
+        let token = job.token().clone();
         let result = job.join_blocking();
         canceller.join().unwrap();
         spawner.join_all();

@@ -13,7 +13,7 @@
 
 use loom_tests::sync::{Arc, AtomicBool, Ordering};
 use loom_tests::{JoinableSpawner, model, thread};
-use tethered::{AbortableNative, CancelReason, CancelSource, NativeError};
+use tethered::{CancelReason, CancelSource, JobOptions, NativeError};
 use tethered_pyo3::loom::{ModelGate, ModelTie};
 
 /// A job that finishes by itself while its future is cancelled on another thread and its loop
@@ -24,9 +24,10 @@ fn an_outcome_is_delivered_exactly_once_whoever_stops_the_job() {
     model("pyo3_tie_finish_vs_cancel_vs_loop_close", || {
         let spawner = JoinableSpawner::default();
         let event_loop = CancelSource::new();
-        let job = AbortableNative::builder()
-            .spawn_on(&spawner, |token| token.is_cancelled())
-            .unwrap();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |token| {
+            token.is_cancelled()
+        })
+        .unwrap();
         let tie = ModelTie::new(job, &event_loop.token());
         let canceller = {
             let tie = tie.clone();
@@ -58,9 +59,8 @@ fn a_loop_closing_while_the_job_is_tied_still_stops_it() {
         let event_loop = CancelSource::new();
         let loop_token = event_loop.token();
         let closer = thread::spawn(move || event_loop.cancel(CancelReason::Shutdown));
-        let job = AbortableNative::builder()
-            .spawn_on(&spawner, |token| token.wait())
-            .unwrap();
+        let job =
+            tethered::spawn(JobOptions::new().on(spawner.clone()), |token| token.wait()).unwrap();
         let tie = ModelTie::new(job, &loop_token);
         closer.join().unwrap();
         spawner.join_all();

@@ -1,10 +1,11 @@
 //! Model 8: `NativeScope`: its slot limit, waiting queue and shutdown against finishing jobs
 //! and concurrent cancels.
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use loom_tests::{JoinableSpawner, model, thread};
-use tethered::{CancelReason, NativeError, NativeScope, stats};
+use tethered::{CancelReason, JobOptions, NativeError, NativeScope, Tethered, stats};
 
 /// With one slot, a second job waits in the scope while the first finishes and another thread
 /// cancels everything: each job finishes exactly once (run or skipped), the slot is handed on,
@@ -13,7 +14,9 @@ use tethered::{CancelReason, NativeError, NativeScope, stats};
 fn slot_handoff_vs_cancel_all() {
     model("scope_slot_handoff_vs_cancel_all", || {
         let spawner = Arc::new(JoinableSpawner::default());
-        let scope = Arc::new(NativeScope::with_spawner(spawner.clone()).with_max_running(1));
+        let scope = Arc::new(
+            NativeScope::with_spawner(spawner.clone()).with_max_running(NonZeroUsize::MIN),
+        );
         let first = scope.spawn(|_| 1).unwrap();
         let second = scope.spawn(|_| 2).unwrap();
         let canceller = {
@@ -30,6 +33,7 @@ fn slot_handoff_vs_cancel_all() {
                 Err(NativeError::Cancelled {
                     reason: CancelReason::Requested,
                     returned,
+                    ..
                 }) => assert!(returned.is_none_or(|v| *v == value)),
                 Err(other) => panic!("unexpected {other}"),
             }
@@ -74,15 +78,17 @@ fn external_start_vs_cancel_while_waiting() {
     model("scope_external_start_vs_cancel", || {
         use loom_tests::sync::{AtomicUsize, Ordering};
         let spawner = Arc::new(JoinableSpawner::default());
-        let scope = NativeScope::with_spawner(spawner.clone()).with_max_running(1);
+        let scope = NativeScope::with_spawner(spawner.clone()).with_max_running(NonZeroUsize::MIN);
         let (first_tx, first_rx) = std::sync::mpsc::channel();
-        let first = tethered::AbortableNative::builder()
-            .external_in(&scope, move |completer| first_tx.send(completer).unwrap())
+        let first =
+            tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer| {
+                first_tx.send(completer).unwrap()
+            })
             .unwrap();
         let starts = Arc::new(AtomicUsize::new(0));
         let counted = starts.clone();
-        let waiting = tethered::AbortableNative::builder()
-            .external_in(&scope, move |completer| {
+        let waiting =
+            tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer| {
                 counted.fetch_add(1, Ordering::SeqCst);
                 completer.complete(2);
             })
@@ -104,11 +110,13 @@ fn external_start_vs_cancel_while_waiting() {
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: Some(value),
+                ..
             }) => assert_eq!((*value, started), (2, 1)),
             // Cancelled while it waited: never started.
             Err(NativeError::Cancelled {
                 reason: CancelReason::Timeout,
                 returned: None,
+                ..
             }) => assert_eq!(started, 0),
             Err(other) => panic!("unexpected {other}"),
         }

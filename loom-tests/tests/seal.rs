@@ -6,7 +6,7 @@
 
 use loom_tests::sync::{Arc, AtomicBool, Ordering};
 use loom_tests::{JoinableSpawner, block_on, model, thread};
-use tethered::{AbortableNative, CancelReason, CancelSource, NativeError, stats};
+use tethered::{CancelReason, CancelSource, JobOptions, NativeError, Tethered, stats};
 
 /// The handle dropped while the job completes, on a job tied to a shared parent: the token is
 /// cancelled exactly when the job was unfinished at the drop (then it counts as cancelled),
@@ -17,11 +17,14 @@ fn sealing_vs_handle_drop() {
         let base = stats();
         let parent = CancelSource::new();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::builder()
-            .child_of(&parent.token())
-            .spawn_on(&spawner, |token| token.is_cancelled())
-            .unwrap();
-        let token = job.token();
+        let job = tethered::spawn(
+            JobOptions::new()
+                .child_of(&parent.token())
+                .on(spawner.clone()),
+            |token| token.is_cancelled(),
+        )
+        .unwrap();
+        let token = job.token().clone();
         drop(job);
         spawner.join_all();
         let counted = stats().cancelled - base.cancelled;
@@ -47,10 +50,8 @@ fn sealing_vs_cancel() {
     model("seal_vs_cancel", || {
         let base = stats();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::builder()
-            .spawn_on(&spawner, |_| 7)
-            .unwrap();
-        let token = job.token();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 7).unwrap();
+        let token = job.token().clone();
         let cancelled = job.cancel(CancelReason::Requested);
         let result = job.join_blocking();
         spawner.join_all();
@@ -70,10 +71,8 @@ fn sealing_vs_cancel_when() {
     model("seal_vs_cancel_when", || {
         let base = stats();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::builder()
-            .spawn_on(&spawner, |_| 42)
-            .unwrap();
-        let token = job.token();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 42).unwrap();
+        let token = job.token().clone();
         let raced = job.cancel_when(std::future::ready(()), CancelReason::Timeout);
         let result = block_on(raced);
         spawner.join_all();
@@ -94,6 +93,7 @@ fn sealing_vs_cancel_when() {
                 NativeError::Cancelled {
                     reason: CancelReason::Timeout,
                     returned: None | Some(_),
+                    ..
                 }
                 | NativeError::Abandoned {
                     reason: CancelReason::Timeout,
@@ -118,10 +118,8 @@ fn sealing_vs_cancel_when() {
 fn registration_vs_lock_free_seal() {
     model("registration_vs_lock_free_seal", || {
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::builder()
-            .spawn_on(&spawner, |_| 1)
-            .unwrap();
-        let token = job.token();
+        let job = tethered::spawn(JobOptions::new().on(spawner.clone()), |_| 1).unwrap();
+        let token = job.token().clone();
         let ran = Arc::new(AtomicBool::new(false));
         let witness = Arc::new(());
         let (flag, held) = (ran.clone(), witness.clone());

@@ -3,7 +3,7 @@
 //! every token still held below it, and the root's link list ends exact.
 
 use loom_tests::{JoinableSpawner, model, thread};
-use tethered::{AbortableNative, CancelReason, CancelSource};
+use tethered::{CancelReason, CancelSource, JobOptions, Tethered};
 
 /// The middle level's last handle goes while the root is cancelled: the leaf is cancelled with
 /// the root's reason either way (moved up to the root first, or reached through the middle).
@@ -77,10 +77,13 @@ fn splice_vs_seal_of_the_parent() {
     model("splice_vs_seal_of_the_parent", || {
         let root = CancelSource::new();
         let spawner = JoinableSpawner::default();
-        let job = AbortableNative::builder()
-            .child_of(&root.token())
-            .spawn_on(&spawner, |_| ())
-            .unwrap();
+        let job = tethered::spawn(
+            JobOptions::new()
+                .child_of(&root.token())
+                .on(spawner.clone()),
+            |_| (),
+        )
+        .unwrap();
         let child = job.token().child();
         let grandchild = child.child();
         let splicer = thread::spawn(move || drop(child));

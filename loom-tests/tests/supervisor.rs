@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use loom_tests::sync::{AtomicBool, AtomicUsize, Ordering};
 use loom_tests::{model, thread};
-use tethered::{AbortableNative, NativeError};
+use tethered::{JobOptions, NativeError};
 use tethered_process::Ended;
 use tethered_process::loom::{ModelChild, ModelInbox, ModelLaunch};
 
@@ -101,7 +101,18 @@ fn a_cancel_that_comes_before_its_child_still_stops_it() {
 fn a_failed_start_reaches_exactly_one_of_the_spawn_and_the_job() {
     model("supervisor_failed_start_vs_hand_out", || {
         let launch = std::sync::Arc::new(ModelLaunch::new());
-        let (job, completer) = AbortableNative::builder().external();
+        // An unplaced external job's start runs at once, in `external`: it hands the completer
+        // to the model, as the crate's launch hands it to the supervisor.
+        let (completer_tx, completer_rx) = std::sync::mpsc::channel();
+        let job = tethered::bridge::external(JobOptions::new(), move |completer| {
+            completer_tx
+                .send(completer)
+                .expect("the model holds the receiver");
+        })
+        .expect("an unplaced job without a deadline needs no timer");
+        let completer = completer_rx
+            .try_recv()
+            .expect("an unplaced external job starts at once");
         let starter = {
             let launch = launch.clone();
             thread::spawn(move || {

@@ -42,8 +42,8 @@ fn two_concurrent_cancels_have_one_winner_and_one_reason() {
         } else {
             CancelReason::Shutdown
         };
-        assert_eq!(seen_here, Some(winner.clone()));
-        assert_eq!(seen_there, Some(winner.clone()));
+        assert_eq!(seen_here, Some(winner));
+        assert_eq!(seen_there, Some(winner));
         assert_eq!(source.token().reason(), Some(winner));
     });
 }

@@ -23,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use benchmarks::{Invocation, Probe, Summary, spin_until, write_results};
-use tethered::AbortableNative;
+use tethered::JobOptions;
 use tethered_tokio::TokioSpawner;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
@@ -43,11 +43,10 @@ fn busy_atomic_bool(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
 
 fn busy_tethered(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
-    let job = AbortableNative::builder()
-        .spawn_on(spawner, move |token| {
-            spin_until(&ready, &tx, || token.is_cancelled())
-        })
-        .expect("the pool takes the job");
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |token| {
+        spin_until(&ready, &tx, || token.is_cancelled())
+    })
+    .expect("the pool takes the job");
     probe.wait_ready();
     probe.time(|| drop(job))
 }
@@ -102,15 +101,14 @@ fn parked_condvar(pool: &Handle, _spawner: &TokioSpawner) -> Duration {
 
 fn parked_tethered(_pool: &Handle, spawner: &TokioSpawner) -> Duration {
     let (probe, ready, tx) = Probe::new();
-    let job = AbortableNative::builder()
-        .spawn_on(spawner, move |token| {
-            ready.store(true, Ordering::Release);
-            let reason = token.wait_timeout(Duration::from_secs(60));
-            let seen = Instant::now();
-            assert!(reason.is_some(), "cancelled, not timed out");
-            let _ = tx.send(seen);
-        })
-        .expect("the pool takes the job");
+    let job = tethered::spawn(JobOptions::new().on(spawner.clone()), move |token| {
+        ready.store(true, Ordering::Release);
+        let reason = token.wait_timeout(Duration::from_secs(60));
+        let seen = Instant::now();
+        assert!(reason.is_some(), "cancelled, not timed out");
+        let _ = tx.send(seen);
+    })
+    .expect("the pool takes the job");
     probe.wait_ready();
     std::thread::sleep(PARK_SETTLE);
     probe.time(|| drop(job))

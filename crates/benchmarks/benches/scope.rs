@@ -8,6 +8,7 @@
 //! Run with: cargo bench -p benchmarks --bench scope
 
 use std::hint::black_box;
+use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ impl Spawner for Parked {
 
 fn waiting_jobs(n: usize) -> (NativeScope, Vec<tethered::AbortableNative<()>>, Parked) {
     let pool = Parked::default();
-    let scope = NativeScope::with_spawner(pool.clone()).with_max_running(1);
+    let scope = NativeScope::with_spawner(pool.clone()).with_max_running(NonZeroUsize::MIN);
     let jobs = (0..=n).map(|_| scope.spawn(|_| ()).unwrap()).collect();
     (scope, jobs, pool)
 }

@@ -167,11 +167,7 @@ pub(crate) fn helpers(env: &Env) -> napi::Result<Object<'_>> {
 }
 
 /// Calls helper `name` with `args`.
-pub(crate) fn call<Args, Return>(
-    env: &Env,
-    name: &str,
-    args: Args,
-) -> napi::Result<Return>
+pub(crate) fn call<Args, Return>(env: &Env, name: &str, args: Args) -> napi::Result<Return>
 where
     FnArgs<Args>: JsValuesTupleIntoVec,
     Return: FromNapiValue,

@@ -130,6 +130,10 @@ impl Process {
     /// (the default) or left to the caller, through [`ProcessJob::take_stdout`], to read while the
     /// child runs (as a worker's replies are). A pipe left to the caller must be read, or the
     /// child blocks once it is full.
+    ///
+    /// Only a pipe is captured: set `command.stdout(Stdio::piped())` (and `stderr` alike). A
+    /// `Command`'s stdio is inherited unless set, which this crate leaves as it is: the child
+    /// then writes to this process's own stdout, and `output.stdout` is `None`.
     pub fn capture_stdout(mut self, capture: bool) -> Process {
         self.capture_stdout = capture;
         self

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! A job made by `Process::spawn` is `Started` (or returned its error) before its handle
-//! exists; one made by `Process::spawn_in` may wait in `Waiting` for its scope's slot.
+//! exists; one made in a scope (`Process::spawn_with`) may wait in `Waiting` for its scope's slot.
 
 use std::future::Future;
 use std::io;

@@ -3,16 +3,17 @@
 //!
 //! ```
 //! use std::{process::Command, time::Duration};
+//! use tethered::Tethered;
 //! use tethered_process::Process;
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let mut busy = Command::new("sh");
 //!     busy.args(["-c", "while :; do :; done"]); // never ends by itself
-//!     let job = Process::new(busy).spawn()?; // own process group, SIGTERM, 2 s grace, SIGKILL
-//!     let token = job.token();
-//!     // The timeout drops the job: its group gets SIGTERM at once, and it is reaped.
-//!     assert!(tethered_tokio::timeout(Duration::from_millis(50), job).await.is_err());
+//!     let job = Process::new(busy).spawn()?; // own process group, SIGTERM, SIGKILL 2 s later
+//!     let token = job.token().clone();
+//!     // The deadline cancels the job: its group gets SIGTERM at once, and it is reaped.
+//!     assert!(job.timeout(Duration::from_millis(50)).await.is_err());
 //!     assert_eq!(token.reason(), Some(tethered::CancelReason::Timeout));
 //!     tethered::testing::assert_all_returned(Duration::from_secs(10)); // no waiter left
 //!     Ok(())
@@ -22,7 +23,8 @@
 //! [`Process`] builds the child from a [`std::process::Command`]; [`ProcessJob`] is the handle,
 //! a future resolving once the child is reaped to its [`ProcessOutput`] (carried by
 //! `NativeError::Cancelled { returned: Some(output), .. }` when a cancel stopped it), and a
-//! [`tethered::Tethered`] job that every adapter's `timeout`, `cancel_when` and scopes accept.
+//! [`tethered::Tethered`] job: `timeout`, `cancel_when`, `cancel_and_join` and the rest come
+//! with it.
 //! The crate is runtime-agnostic: one supervisor thread of its own watches every child.
 //!
 //! # What happens on a cancel
@@ -31,8 +33,8 @@
 //!    timeout fired, a parent token or a scope was cancelled, or [`ProcessJob::cancel`].
 //! 2. The supervisor wakes at once and sends the polite signal ([`StopSignal::Term`] unless set
 //!    otherwise) to the child's process group, then SIGCONT so a stopped process can act on it.
-//! 3. If the child has not exited when the grace ([`DEFAULT_GRACE`], 2 s, unless set) has
-//!    passed, the group gets SIGKILL. A zero grace sends SIGKILL at once; [`Duration::MAX`]
+//! 3. If the child has not exited [`Process::kill_after`] later ([`DEFAULT_KILL_AFTER`], 2 s,
+//!    unless set), the group gets SIGKILL. Zero sends SIGKILL at once; [`Duration::MAX`]
 //!    never does.
 //! 4. Once the child (the group's leader) has exited, what is left of its group gets SIGKILL,
 //!    and the child is reaped. The job resolves; no zombie and no grandchild in the group is
@@ -63,7 +65,8 @@
 //!
 //! # Scopes
 //!
-//! [`Process::spawn_in`] starts the child in a [`tethered::NativeScope`]; with
+//! [`Process::spawn_with`]`(JobOptions::new().in_scope(&scope))` starts the child in a
+//! [`tethered::NativeScope`]; with
 //! [`NativeScope::with_max_running(n)`](tethered::NativeScope::with_max_running) at most `n`
 //! children are alive, and the others wait unspawned ([`ProcessJob::pid`] is `None`,
 //! [`ProcessJob::started`] waits for the start). A job cancelled while it waits never starts

@@ -23,7 +23,7 @@ pub enum Ended {
     /// SIGCHLD set to `SIG_IGN`), so its status is unknown. No signal was sent after that was
     /// noticed: the pid may belong to another process by now.
     Lost(io::Error),
-    /// The job waited for a slot in its scope ([`Process::spawn_in`](crate::Process::spawn_in)),
+    /// The job waited for a slot in its scope ([`Process::spawn_with`](crate::Process::spawn_with) with `in_scope`),
     /// and once it had one the child could not be started (a missing program, a permission):
     /// the spawn's error. A start that fails while the job is spawned is the spawn's error
     /// instead.

@@ -138,14 +138,19 @@ fn a_cancellation_token_stops_a_native_job_on_tokio() {
             let probe = probe.clone();
             let shutdown = shutdown.clone();
             async move {
-                let job = tethered::spawn(JobOptions::new().child_of(&cancel_source_from(&shutdown.child_token()).token()).on(TokioSpawner::current()), {
+                let job = tethered::spawn(
+                    JobOptions::new()
+                        .child_of(&cancel_source_from(&shutdown.child_token()).token())
+                        .on(TokioSpawner::current()),
+                    {
                         let probe = probe.clone();
                         move |token| {
                             probe.run_tethered(&token, || spin_until(|| token.is_cancelled()));
                             token.reason()
                         }
-                    })
-                    .expect("spawn on a running runtime");
+                    },
+                )
+                .expect("spawn on a running runtime");
                 assert!(wait_until_async(RETURN_BOUND, || probe.started()).await);
                 probe.mark_cancel(std::time::Instant::now());
                 shutdown.cancel();
@@ -174,10 +179,13 @@ fn dropping_a_job_tied_to_a_linked_source_leaves_the_source_and_its_token_alone(
         let source = CancelSource::new();
         let _link = link(&source, &token);
         let job_token = runtime.block_on(async {
-            let job = tethered::spawn(JobOptions::new().child_of(&source.token()).on(TokioSpawner::current()), |t| {
-                    t.wait_timeout(Duration::from_secs(10))
-                })
-                .expect("spawn on a running runtime");
+            let job = tethered::spawn(
+                JobOptions::new()
+                    .child_of(&source.token())
+                    .on(TokioSpawner::current()),
+                |t| t.wait_timeout(Duration::from_secs(10)),
+            )
+            .expect("spawn on a running runtime");
             let job_token = job.token().clone();
             drop(job); // the awaiting side gives up
             job_token

@@ -54,7 +54,9 @@ where
 {
     let spawned = spawn_native_with(JobOptions::new(), f);
     if let Err(err @ SpawnError::NoRuntime { .. }) = &spawned {
-        panic!("`tethered_tokio::spawn_native`: {err}; `spawn_native_with` returns this as an error");
+        panic!(
+            "`tethered_tokio::spawn_native`: {err}; `spawn_native_with` returns this as an error"
+        );
     }
     tethered::bridge::spawned_or_stopped(spawned)
 }

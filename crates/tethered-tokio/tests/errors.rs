@@ -72,7 +72,9 @@ fn spawning_on_the_current_runtime_outside_a_runtime_is_a_no_runtime_error() {
     let flag = ran.clone();
     let err = TokioSpawner::try_current()
         .and_then(|spawner| {
-            tethered::spawn(JobOptions::new().on(spawner.clone()), move |_token| flag.store(true, Ordering::SeqCst))
+            tethered::spawn(JobOptions::new().on(spawner.clone()), move |_token| {
+                flag.store(true, Ordering::SeqCst)
+            })
         })
         .expect_err("there is no runtime here");
     assert!(
@@ -98,7 +100,10 @@ fn spawn_native_outside_a_runtime_panics_naming_spawn_native_with() {
     let payload = catch_unwind(|| tethered_tokio::spawn_native(|_token| ()))
         .expect_err("spawn_native must panic outside a runtime");
     let message = panic_message(&*payload);
-    assert!(message.contains("`spawn_native_with` returns this as an error"), "{message}");
+    assert!(
+        message.contains("`spawn_native_with` returns this as an error"),
+        "{message}"
+    );
     assert!(message.contains("no tokio runtime"), "{message}");
 }
 
@@ -117,7 +122,11 @@ fn spawning_on_a_runtime_that_shut_down_is_a_shutdown_error_and_never_runs_the_c
     let fate = Fate::default();
     let closure = fate.closure();
     let err = TokioSpawner::try_current()
-        .and_then(|spawner| tethered::spawn(JobOptions::new().on(spawner.clone()), move |_token| closure()))
+        .and_then(|spawner| {
+            tethered::spawn(JobOptions::new().on(spawner.clone()), move |_token| {
+                closure()
+            })
+        })
         .expect_err("a runtime that shut down takes no jobs");
     assert!(
         matches!(err, SpawnError::Shutdown { runtime: "tokio" }),
@@ -133,8 +142,8 @@ fn tokio_spawner_after_shutdown_background_is_a_shutdown_error() {
     let runtime = runtime();
     let spawner = TokioSpawner::new(runtime.handle().clone());
     runtime.shutdown_background();
-    let err = tethered::spawn(JobOptions::new().on(spawner.clone()), |_token| ())
-        .expect_err("shut down");
+    let err =
+        tethered::spawn(JobOptions::new().on(spawner.clone()), |_token| ()).expect_err("shut down");
     assert!(
         matches!(err, SpawnError::Shutdown { runtime: "tokio" }),
         "{err:?}"
@@ -158,7 +167,9 @@ fn spawn_native_after_shutdown_returns_a_handle_that_reports_the_shutdown() {
         job.join_blocking(),
         Err(NativeError::Cancelled {
             reason: CancelReason::Shutdown,
-            returned: None, .. })
+            returned: None,
+            ..
+        })
     ));
 }
 
@@ -236,7 +247,9 @@ fn a_job_spawned_while_the_runtime_shuts_down_is_refused_or_finishes() {
                         Ok(())
                             | Err(NativeError::Cancelled {
                                 reason: CancelReason::Shutdown,
-                                returned: None, .. })
+                                returned: None,
+                                ..
+                            })
                     ),
                     "{flavor}: {result:?}"
                 );

@@ -29,9 +29,13 @@ fn timeout_stops_a_spinning_closure_within_1s_with_reason_timeout() {
                     result,
                     Err(NativeError::Abandoned {
                         reason: CancelReason::Timeout,
-                        grace: Duration::ZERO, .. }) | Err(NativeError::Cancelled {
+                        grace: Duration::ZERO,
+                        ..
+                    }) | Err(NativeError::Cancelled {
                         reason: CancelReason::Timeout,
-                        returned: Some(_), .. })
+                        returned: Some(_),
+                        ..
+                    })
                 ),
                 "{result:?}"
             );

@@ -7,7 +7,7 @@ use tethered::CancelToken;
 /// every request's extensions: cancelled with `Dropped` when the client goes away, `Timeout`
 /// at the request's deadline, `Shutdown` when the server's token is.
 ///
-/// Spawn the request's jobs as its children (`Builder::child_of(&token)`), so they stop with
+/// Spawn the request's jobs as its children (`JobOptions::new().child_of(&token)`), so they stop with
 /// it, with the reason. In axum (feature `axum`) it is an extractor; in tonic (feature
 /// `tonic`), [`from_tonic`](Self::from_tonic) reads it from the handler's request.
 ///

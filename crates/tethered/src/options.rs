@@ -322,8 +322,13 @@ impl<P> JobOptions<P> {
     /// use std::time::Duration;
     /// use tethered::{CancelReason, JobOptions, NativeError, Tethered};
     ///
+    /// let (started_tx, started) = std::sync::mpsc::channel();
     /// let (release, stuck) = std::sync::mpsc::channel::<()>();
-    /// let job = tethered::spawn(JobOptions::new().grace_or(Duration::ZERO), move |_| stuck.recv())?;
+    /// let job = tethered::spawn(JobOptions::new().grace_or(Duration::ZERO), move |_| {
+    ///     started_tx.send(()).unwrap();
+    ///     stuck.recv() // ignores its token
+    /// })?;
+    /// started.recv().unwrap();
     /// job.cancel(CancelReason::Dropped);
     /// // A grace of zero: the handle stopped waiting as the cancel came.
     /// assert!(matches!(job.join_blocking(), Err(NativeError::Abandoned { .. })));

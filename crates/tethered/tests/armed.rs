@@ -13,7 +13,7 @@ fn an_already_cancelled_token_runs_the_action_at_once() {
     source.cancel(CancelReason::Timeout);
     let armed = source
         .token()
-        .arm(Vec::new(), |log, reason| log.push(reason.clone()));
+        .arm(Vec::new(), |log, reason| log.push(reason));
     assert!(armed.fired());
     assert_eq!(armed.disarm(), [CancelReason::Timeout]);
 }

@@ -13,7 +13,7 @@ fn callback_runs_once_on_the_cancelling_thread_with_the_reason() {
     let source = CancelSource::new();
     let (tx, rx) = mpsc::channel();
     let _guard = source.token().on_cancel(move |reason| {
-        tx.send((reason.clone(), thread::current().id())).unwrap();
+        tx.send((reason, thread::current().id())).unwrap();
     });
     let canceller = {
         let source = source.clone();
@@ -49,7 +49,7 @@ fn callback_on_a_cancelled_token_runs_inline_before_on_cancel_returns() {
     let slot = seen.clone();
     let me = thread::current().id();
     let guard = source.token().on_cancel(move |reason| {
-        *slot.lock().unwrap() = Some((reason.clone(), thread::current().id()));
+        *slot.lock().unwrap() = Some((reason, thread::current().id()));
     });
     assert_eq!(*seen.lock().unwrap(), Some((CancelReason::Shutdown, me)));
     assert!(!guard.is_pending());

@@ -52,7 +52,7 @@ fn closure_gets_a_token_of_the_job() {
         tx.send(token).unwrap();
     });
     let inner = rx.recv().unwrap();
-    assert!(inner.same_as(&job.token()));
+    assert!(inner.same_as(job.token()));
     job.join_blocking().unwrap();
 }
 

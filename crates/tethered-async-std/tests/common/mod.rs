@@ -32,7 +32,6 @@ impl Runtime for AsyncStd {
         Ok(tethered_async_std::AsyncStdSpawner::new())
     }
 
-
     fn spawn_blocking<T, F>(f: F) -> JoinHandle<T>
     where
         F: FnOnce() -> T + Send + 'static,

@@ -31,7 +31,6 @@ impl Runtime for Smol {
         Ok(tethered_smol::SmolSpawner::new())
     }
 
-
     fn spawn_blocking<T, F>(f: F) -> smol::Task<T>
     where
         F: FnOnce() -> T + Send + 'static,

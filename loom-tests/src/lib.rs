@@ -61,6 +61,36 @@ where
     );
 }
 
+/// A negative control: runs the model test `test` of this test binary again, in a child
+/// process, with the fault `fault` put back (`TETHERED_LOOM_FAULT`, read by the crate under
+/// test in a loom build only), and asserts that it fails with `expect` in its output: the model
+/// finds the bug it was written for. loom aborts the process once it reports a failure, hence
+/// the child process.
+///
+/// # Panics
+///
+/// If the model passes with the fault put back, or fails for another reason.
+#[cfg(tethered_loom)]
+pub fn fails_with_fault(test: &str, fault: &str, expect: &str) {
+    let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([test, "--exact", "--test-threads=1", "--nocapture"])
+        .env("TETHERED_LOOM_FAULT", fault)
+        .output()
+        .expect("the test binary runs itself");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        !output.status.success(),
+        "with the fault `{fault}` put back, {test} still passes: its model does not find the \
+         bug\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains(expect) || stdout.contains(expect),
+        "with the fault `{fault}` put back, {test} failed, but not with \"{expect}\":\n{stdout}\n{stderr}"
+    );
+    eprintln!("negative control: {test} fails with the fault `{fault}` put back, as it must");
+}
+
 /// Threads: `loom::thread` under the cfg, `std::thread` otherwise.
 pub mod thread {
     #[cfg(tethered_loom)]

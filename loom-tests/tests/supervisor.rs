@@ -10,13 +10,17 @@
 //!   `a_cancel_that_comes_before_its_child_still_stops_it`;
 //! - storing a failed start's error whether or not the job was handed out
 //!   (`Launch::failed`): `a_failed_start_reaches_exactly_one_of_the_spawn_and_the_job`.
+//!
+//! Negative control (the model runs again with the old code put back, and must fail):
+//! - signalling a cancelled child before looking whether it exited by itself
+//!   (`process_cancel_before_exit`): `a_child_that_exited_before_its_cancel_is_reaped_as_exited`.
 
 #![cfg(all(tethered_loom, unix))]
 
 use std::collections::HashMap;
 
 use loom_tests::sync::{AtomicBool, AtomicUsize, Ordering};
-use loom_tests::{model, thread};
+use loom_tests::{fails_with_fault, model, thread};
 use tethered::{JobOptions, NativeError};
 use tethered_process::Ended;
 use tethered_process::loom::{ModelChild, ModelInbox, ModelLaunch};
@@ -27,7 +31,9 @@ fn child(id: u64) -> (ModelChild, std::sync::Arc<AtomicBool>) {
         ModelChild {
             id,
             cancelled: cancelled.clone(),
+            exited: std::sync::Arc::new(AtomicBool::new(false)),
             stopped: false,
+            reaped: false,
         },
         cancelled,
     )
@@ -135,4 +141,45 @@ fn a_failed_start_reaches_exactly_one_of_the_spawn_and_the_job() {
             (spawned, result) => panic!("the error went astray: {spawned:?}, {result:?}"),
         }
     });
+}
+
+/// A child exits by itself, then its job is cancelled (a deadline that fires as it ends), while
+/// the supervisor takes its turns: in every order the child is reaped as exited, never
+/// signalled, so its output reads `Exited` and not "stopped by the polite signal".
+#[test]
+fn a_child_that_exited_before_its_cancel_is_reaped_as_exited() {
+    model("supervisor_exit_vs_cancel", || {
+        let inbox = std::sync::Arc::new(ModelInbox::new());
+        let (child, cancelled) = child(1);
+        let exited = child.exited.clone();
+        let mut children = HashMap::new();
+        inbox.post(child);
+        inbox.turn(|| {}, &mut children);
+        let ending = {
+            let inbox = inbox.clone();
+            thread::spawn(move || {
+                exited.store(true, Ordering::SeqCst);
+                cancelled.store(true, Ordering::SeqCst);
+                inbox.cancel(1);
+            })
+        };
+        inbox.turn(|| {}, &mut children);
+        ending.join().unwrap();
+        inbox.turn(|| {}, &mut children);
+        let child = &children[&1];
+        assert!(child.reaped, "the child that exited was not reaped");
+        assert!(
+            !child.stopped,
+            "a child that exited before its cancel was signalled as if it still ran"
+        );
+    });
+}
+
+#[test]
+fn negative_control_cancel_before_exit() {
+    fails_with_fault(
+        "a_child_that_exited_before_its_cancel_is_reaped_as_exited",
+        "process_cancel_before_exit",
+        "a child that exited before its cancel was signalled as if it still ran",
+    );
 }

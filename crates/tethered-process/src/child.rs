@@ -230,21 +230,25 @@ impl Watched {
         }
     }
 
-    /// The job was cancelled: begins the stop, unless it began or the child is reaped.
-    pub(crate) fn cancel(&mut self, now: Instant) {
-        if self.child.is_none() || self.phase != Phase::Waiting {
-            return;
-        }
+    /// Whether a stop may begin: the child is not reaped, and no stop began.
+    pub(crate) fn stoppable(&self) -> bool {
+        self.child.is_some() && self.phase == Phase::Waiting
+    }
+
+    /// The job's cancel reached the supervisor at `now`.
+    pub(crate) fn cancel_seen(&mut self, now: Instant) {
         self.cancelled_at = Some(now);
-        // A child that exited by itself before the cancel is reaped as such, not signalled:
-        // its end reads `Exited`, whatever the order in which the supervisor learns of the
-        // two (a pidfd made readable by the exit and a cancel in the same turn).
-        if !crate::fault::put_back("process_cancel_before_exit") {
-            self.look(now, false);
-            if self.child.is_none() {
-                return;
-            }
-        }
+    }
+
+    /// Looks whether the child exited, and reaps it if so: `true` once it is gone.
+    pub(crate) fn reap_if_exited(&mut self, now: Instant) -> bool {
+        self.look(now, false);
+        self.child.is_none()
+    }
+
+    /// Sends the stop's first signal: the polite one (and SIGCONT), or SIGKILL for a zero
+    /// `kill_after`. The supervisor's inbox decides when (`Entry::stop`).
+    pub(crate) fn signal_stop(&mut self, now: Instant) {
         self.phase = if self.policy.kill_after.is_zero() {
             self.target.send(Signal::KILL);
             Phase::Killing

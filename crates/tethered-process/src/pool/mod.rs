@@ -8,7 +8,7 @@
 //! `task.rs` a request's turn, `worker.rs` the worker a turn is lent, `shutdown.rs` the
 //! shutdown as a future.
 
-mod mailbox;
+pub(crate) mod mailbox;
 pub(crate) mod queue;
 mod seat;
 mod shutdown;

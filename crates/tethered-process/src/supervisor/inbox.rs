@@ -23,6 +23,10 @@
 //!    before the child is posted, so its cancel can arrive in an earlier mail than the child
 //!    and find nothing to stop. [`Taken::deliver`] therefore stops a child that arrives with its
 //!    token cancelled already.
+//! 5. A child that exited by itself before its cancel is handled is reaped as such, never
+//!    signalled ([`Entry::stop`] looks first): its end reads `Exited`, whatever the order in
+//!    which the supervisor learns of the two (a pidfd made readable by the exit and a cancel
+//!    in the same turn).
 
 use std::collections::HashMap;
 
@@ -33,8 +37,27 @@ pub(crate) trait Entry {
     fn id(&self) -> u64;
     /// Whether the child's job was cancelled.
     fn is_cancelled(&self) -> bool;
-    /// Begins the child's stop (nothing if it began).
-    fn stop(&mut self);
+    /// Whether a stop may begin: the child is not reaped, and no stop began.
+    fn stoppable(&self) -> bool;
+    /// The cancel reached the child now (for its `cancel_to_reaped`).
+    fn cancel_seen(&mut self);
+    /// Looks whether the child exited by itself, and reaps it if so: `true` once it is gone.
+    fn reap_if_exited(&mut self) -> bool;
+    /// Sends the stop's first signal.
+    fn signal_stop(&mut self);
+
+    /// Begins the child's stop (nothing if it began or the child is reaped), unless it exited
+    /// by itself: then it is reaped as such (invariant 5).
+    fn stop(&mut self) {
+        if !self.stoppable() {
+            return;
+        }
+        self.cancel_seen();
+        if !crate::fault::put_back("process_cancel_before_exit") && self.reap_if_exited() {
+            return;
+        }
+        self.signal_stop();
+    }
 }
 
 /// Mail for the supervisor: new children (`E`) and cancels (by child id).

@@ -112,7 +112,19 @@ impl Entry for Watched {
         Watched::is_cancelled(self)
     }
 
-    fn stop(&mut self) {
-        self.cancel(Instant::now());
+    fn stoppable(&self) -> bool {
+        Watched::stoppable(self)
+    }
+
+    fn cancel_seen(&mut self) {
+        Watched::cancel_seen(self, Instant::now());
+    }
+
+    fn reap_if_exited(&mut self) -> bool {
+        Watched::reap_if_exited(self, Instant::now())
+    }
+
+    fn signal_stop(&mut self) {
+        Watched::signal_stop(self, Instant::now());
     }
 }

@@ -37,12 +37,18 @@ fn five_hundred_children_cancelled_at_random_leave_nothing_behind() {
         | 1;
     println!("seed {seed}");
     let mut rng = Rng(seed);
-    // The supervisor thread lives as long as the process: start it before counting threads.
+    // The supervisor thread and the core's timer thread (behind every `timeout`) live as long
+    // as the process: start both before counting threads.
     Process::new(common::sh("exit 0"))
         .spawn()
         .expect("sh starts")
         .join_blocking()
         .expect("it exits");
+    let warm_up = tethered::CancelSource::new();
+    warm_up
+        .cancel_after(Duration::from_millis(1))
+        .expect("the timer thread starts");
+    warm_up.token().wait();
     let threads_before = thread_count();
     let running_before = tethered::stats().running;
     let started = Instant::now();

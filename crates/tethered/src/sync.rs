@@ -37,6 +37,29 @@ pub(crate) use loom::{
     thread,
 };
 
+/// The next number of a process-wide sequence, which orders the cancels: one taken before
+/// another (on any thread) is smaller. A plain `std` atomic, also under loom: a `static`
+/// cannot hold a loom atomic (as for `stats.rs`), and the number only tells which of two cancels
+/// began first; what each cancel does to the tokens is decided under their locks, which loom
+/// models.
+///
+/// The numbers are 32 bits, to keep a token's state small, and wrap: compare two with
+/// [`sequence_before`], which is right for any two taken fewer than 2^31 cancels apart (the
+/// cancels a token's walks compare are running at the same time).
+pub(crate) fn next_sequence() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    // ORDERING: Relaxed: all read-modify-writes of one atomic are totally ordered, and a cancel
+    // that another one caused (through a waker, a callback, a lock) takes its number after it
+    // in that order. Nothing else is published through the number.
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether sequence number `a` was taken before `b` (see [`next_sequence`]).
+pub(crate) fn sequence_before(a: u32, b: u32) -> bool {
+    // Two's complement distance: negative when `a` is behind `b` by less than half the range.
+    a.wrapping_sub(b) > u32::MAX / 2
+}
+
 /// Locks `mutex`, ignoring poison.
 ///
 /// No code in this crate panics while it holds one of its locks (user closures and callbacks

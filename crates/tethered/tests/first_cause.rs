@@ -106,3 +106,48 @@ fn a_cancel_below_a_cancelled_ancestor_takes_its_reason_and_returns_false() {
     assert_eq!(seen.recv().unwrap(), (false, Some(CancelReason::Shutdown)));
     assert_eq!(request.token().reason(), Some(CancelReason::Shutdown));
 }
+
+/// A token with two parents, reached first by the walk of a cancel that began second: it
+/// still reads the cause of the cancel that began first. Here the server's cancel runs a
+/// callback (registered before the job's link) that cancels the request, whose walk reaches
+/// the job before the server's does; the job reads `Shutdown`, every time.
+#[test]
+fn a_token_reached_first_by_a_later_cancel_reads_the_earlier_one() {
+    for _ in 0..100 {
+        let server = CancelSource::new();
+        let request = CancelSource::new();
+        // Registered on the server before the job exists: it runs before the job's link.
+        let relay = {
+            let request = request.clone();
+            server.token().on_cancel(move |_| {
+                request.cancel_with_cause(CancelReason::Dropped, Cause::msg("client went away"));
+            })
+        };
+        let job_token = CancelSource::any_of([&request.token(), &server.token()]).token();
+        server.cancel(CancelReason::Shutdown);
+        assert_eq!(job_token.reason(), Some(CancelReason::Shutdown));
+        assert!(
+            job_token.cause().is_none(),
+            "the job took the later cancel's cause"
+        );
+        drop(relay);
+    }
+}
+
+/// The same with a tree of them: everything below the token takes the earlier cause too.
+#[test]
+fn the_earlier_cause_reaches_everything_below_the_token() {
+    let server = CancelSource::new();
+    let request = CancelSource::new();
+    let _relay = {
+        let request = request.clone();
+        server.token().on_cancel(move |_| {
+            request.cancel(CancelReason::Dropped);
+        })
+    };
+    let job = CancelSource::any_of([&request.token(), &server.token()]);
+    let grandchild = job.child().child();
+    server.cancel(CancelReason::Shutdown);
+    assert_eq!(grandchild.token().reason(), Some(CancelReason::Shutdown));
+    assert_eq!(request.token().reason(), Some(CancelReason::Dropped));
+}

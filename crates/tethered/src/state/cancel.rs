@@ -4,7 +4,7 @@
 use super::links::Link;
 use super::wakers::ToWake;
 use super::{
-    ACTIVE, BARE, CANCELLED, CANCELLING, Callback, Cancel, SEALED, TokenState, drop_each,
+    ACTIVE, BARE, CANCELLED, CANCELLING, Callback, Cancel, SEALED, Stop, TokenState, drop_each,
     run_contained,
 };
 use crate::reason::{CancelReason, Cause};
@@ -36,6 +36,7 @@ impl TokenState {
         if flag == SEALED {
             return Cancel::Lost;
         }
+        let sequence = sync::next_sequence();
         // An ancestor cancelled already (its walk has not reached this token yet) decides the
         // reason: the cancel from above came first. So a job whose handle is dropped because
         // its request's deadline passed reads `Timeout`, not `Dropped`, however the threads
@@ -47,17 +48,27 @@ impl TokenState {
         let inherited = if flag == BARE {
             None
         } else {
-            self.cancelled_ancestor()
+            self.earliest_cancelled_ancestor()
         };
-        let (outcome, reason, cause) = match inherited {
-            Some((reason, cause)) => (Cancel::Inherited, reason, cause),
-            None => (Cancel::Won, reason, cause),
+        let (outcome, first) = match inherited {
+            Some(stop) => (Cancel::Inherited, stop),
+            None => (
+                Cancel::Won,
+                Stop {
+                    reason,
+                    cause,
+                    sequence,
+                },
+            ),
         };
+        // The stops a walk hands down: the walk's own first, and one for each token below
+        // that an earlier cancel reached first (invariant 9), for everything below it.
+        let mut stops = vec![first];
         let mut stack = Vec::new();
-        if !self.cancel_node(reason, cause.as_ref(), true, &mut stack) {
+        if !self.cancel_node(&stops[0], 0, true, &mut stack) {
             return Cancel::Lost;
         }
-        while let Some(next) = stack.pop() {
+        while let Some((next, mut stop)) = stack.pop() {
             let (node, unlink) = match next {
                 // Its parent took it out of its children already: no unlink needed.
                 Next::Child(child) => match child.upgrade() {
@@ -67,27 +78,58 @@ impl TokenState {
                 // Reached through a link: it leaves its own tree parent as it is cancelled.
                 Next::Linked(node) => (node, true),
             };
-            node.cancel_node(reason, cause.as_ref(), unlink, &mut stack);
+            // A token with another way up than this walk's may have an ancestor that an
+            // earlier cancel reached first, its walk still on the way here: that cancel
+            // decides (invariant 9). A plain child has only the way the walk came.
+            if unlink || node.has_links() {
+                if let Some(earlier) = node
+                    .earliest_cancelled_ancestor()
+                    .filter(|earlier| sync::sequence_before(earlier.sequence, stops[stop].sequence))
+                {
+                    stops.push(earlier);
+                    stop = stops.len() - 1;
+                }
+            }
+            node.cancel_node(&stops[stop], stop, unlink, &mut stack);
             // Dropping `node` here may free it (its last handle went meanwhile); its `Drop`
             // releases its ancestors from a work list, not by recursion.
         }
         outcome
     }
 
-    /// The reason and cause of the nearest cancelled ancestor, through parents and links, if
-    /// one is cancelled. Each lock is taken alone (a token's, then an ancestor's), never two
-    /// at once; the walk uses a stack, not recursion, however deep the ancestry.
-    fn cancelled_ancestor(&self) -> Option<(CancelReason, Option<Cause>)> {
+    /// Whether this token has linked parents (invariant 8).
+    fn has_links(&self) -> bool {
+        let shared = sync::lock(&self.shared);
+        shared
+            .regs
+            .as_ref()
+            .is_some_and(|regs| !regs.links.is_empty())
+    }
+
+    /// The stop of the cancelled ancestor that was cancelled first (the smallest sequence
+    /// number), through parents and links, if one is cancelled. A cancelled ancestor's own stop
+    /// already is the first of those above it, so the walk goes no higher than one. Each lock
+    /// is taken alone (a token's, then an ancestor's), never two at once; the walk uses a
+    /// stack, not recursion, however deep the ancestry.
+    fn earliest_cancelled_ancestor(&self) -> Option<Stop> {
         let mut stack: Vec<Arc<TokenState>> = Vec::new();
         self.push_ancestors(&mut stack);
+        let mut earliest: Option<Stop> = None;
         while let Some(node) = stack.pop() {
-            if let Some(found) = node.stop() {
-                return Some(found);
+            match node.stop_in_sequence() {
+                Some(stop) => {
+                    if earliest
+                        .as_ref()
+                        .is_none_or(|first| sync::sequence_before(stop.sequence, first.sequence))
+                    {
+                        earliest = Some(stop);
+                    }
+                }
+                None => node.push_ancestors(&mut stack),
             }
-            node.push_ancestors(&mut stack);
             // `node` is dropped with no lock held: it may be the last reference.
         }
-        None
+        earliest
     }
 
     /// Pushes this token's parent and linked parents onto `stack`.
@@ -106,11 +148,12 @@ impl TokenState {
     /// token needs no parent's cancel.
     fn cancel_node(
         &self,
-        reason: CancelReason,
-        cause: Option<&Cause>,
+        stop: &Stop,
+        stop_index: usize,
         unlink: bool,
-        next: &mut Vec<Next>,
+        next: &mut Vec<(Next, usize)>,
     ) -> bool {
+        let (reason, cause) = (stop.reason, stop.cause.as_ref());
         let (wakers, sleepers, has_callbacks, children, parent, linked, links) = {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
@@ -118,6 +161,7 @@ impl TokenState {
             }
             shared.reason = Some(reason);
             shared.cause = cause.cloned();
+            shared.sequence = stop.sequence;
             // Most tokens have no waiter: then there is no registry to take out and drain,
             // which would cost about as much as the rest of a child's cancel.
             let (wakers, has_callbacks, links) = match shared.regs.as_mut() {
@@ -164,9 +208,13 @@ impl TokenState {
             run_contained(|| waker.wake());
         });
         if has_callbacks {
-            self.run_callbacks(reason, cause, next);
+            self.run_callbacks(reason, cause, stop_index, next);
         }
-        next.extend(children.into_iter().map(Next::Child));
+        next.extend(
+            children
+                .into_iter()
+                .map(|child| (Next::Child(child), stop_index)),
+        );
         true
     }
 
@@ -228,7 +276,13 @@ impl TokenState {
     ///
     /// A link (invariant 8) is not run here but queued in `next`, so that a cancel reaches a
     /// chain of linked tokens of any length with the walk's loop, never by recursion.
-    fn run_callbacks(&self, reason: CancelReason, cause: Option<&Cause>, next: &mut Vec<Next>) {
+    fn run_callbacks(
+        &self,
+        reason: CancelReason,
+        cause: Option<&Cause>,
+        stop_index: usize,
+        next: &mut Vec<(Next, usize)>,
+    ) {
         let me = thread::current().id();
         loop {
             let (callback, sleepers) = {
@@ -253,7 +307,7 @@ impl TokenState {
                 return;
             };
             if let Callback::Link(child) = &callback {
-                next.extend(child.upgrade().map(Next::Linked));
+                next.extend(child.upgrade().map(|node| (Next::Linked(node), stop_index)));
                 continue;
             }
             if run_contained(|| callback.call(reason, cause)).is_none() {

@@ -66,11 +66,15 @@
 //!    added only while the token is `ACTIVE`, under its lock, and taken out in the critical
 //!    section in which it leaves `ACTIVE` (or in its drop); whoever takes them out deregisters
 //!    their callbacks with no lock held. A linked token is never spliced out.
-//! 9. First cause: a cancel of a token that is not `BARE` first looks for a cancelled
-//!    ancestor, through parents and links; if it finds one, the token takes that ancestor's
-//!    reason and cause (that cancel came first and is still walking down), and the call reports
-//!    [`Cancel::Inherited`], not [`Cancel::Won`]: the reason it gave is not the one the token
-//!    reads.
+//! 9. First cause: every cancel takes a number of one process-wide sequence
+//!    ([`sync::next_sequence`]), kept with the reason. A cancel of a token that is not `BARE`
+//!    first looks for cancelled ancestors, through parents and links; if it finds any, the
+//!    token takes the reason and cause of the one cancelled first (that cancel came first and
+//!    is still walking down), and the call reports [`Cancel::Inherited`], not [`Cancel::Won`]:
+//!    the reason it gave is not the one the token reads. A walk does the same at each token it
+//!    reaches that has another way up than the one it came by (a link, or reached through
+//!    one): whichever cancel began first decides the reason of that token and of everything
+//!    below it, whichever walk gets there first.
 //!
 //! # Lock order
 //!
@@ -192,6 +196,9 @@ pub(crate) struct TokenState {
 #[repr(C)]
 struct Shared {
     reason: Option<CancelReason>,
+    /// The sequence number of the cancel that decided `reason` (invariant 9); set with it. In
+    /// the padding between the reason and the cause: it costs the token no byte.
+    sequence: u32,
     /// The cancel's cause, if it gave one; set together with `reason`.
     cause: Option<Cause>,
     /// Threads blocked on `changed` right now (invariant 6).
@@ -205,6 +212,15 @@ struct Shared {
     children: Vec<Weak<TokenState>>,
     /// The parent while this token is an active child (invariant 7).
     parent: Option<Arc<TokenState>>,
+}
+
+/// What a cancel gave a token: its reason, its cause, and its place in the sequence of
+/// cancels (invariant 9).
+#[derive(Clone)]
+pub(crate) struct Stop {
+    pub(crate) reason: CancelReason,
+    pub(crate) cause: Option<Cause>,
+    pub(crate) sequence: u32,
 }
 
 /// Every callback and waker of a token, taken out by [`Shared::take_all`].
@@ -280,6 +296,7 @@ impl TokenState {
             flag: AtomicU8::new(flag),
             shared: Mutex::new(Shared {
                 reason: None,
+                sequence: 0,
                 cause: None,
                 regs: None,
                 parent: None,
@@ -333,11 +350,21 @@ impl TokenState {
 
     /// The reason and the cause together, once cancelled.
     pub(crate) fn stop(&self) -> Option<(CancelReason, Option<Cause>)> {
+        self.stop_in_sequence()
+            .map(|Stop { reason, cause, .. }| (reason, cause))
+    }
+
+    /// The reason, the cause and the cancel's sequence number, once cancelled (invariant 9).
+    pub(crate) fn stop_in_sequence(&self) -> Option<Stop> {
         if !self.is_cancelled() {
             return None;
         }
         let shared = sync::lock(&self.shared);
-        shared.reason.map(|reason| (reason, shared.cause.clone()))
+        shared.reason.map(|reason| Stop {
+            reason,
+            cause: shared.cause.clone(),
+            sequence: shared.sequence,
+        })
     }
 
     /// The cause, once cancelled (if the cancel gave one).

@@ -120,6 +120,7 @@
 //!   copy of `tethered`, so its `stats()` counts its own jobs.
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod environment;

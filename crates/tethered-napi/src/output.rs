@@ -43,6 +43,10 @@ pub trait IntoJsResult<Marker>: sealed::Sealed<Marker> + Send + 'static {
     type Value: ToNapiValue + Send + 'static;
 
     /// The value, or the error the promise rejects with.
+    ///
+    /// # Errors
+    ///
+    /// The error an `Err` carries, which the promise rejects with.
     fn into_js_result(self) -> napi::Result<Self::Value>;
 }
 

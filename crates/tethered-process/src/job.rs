@@ -97,6 +97,11 @@ impl ProcessJob {
     /// that was not taken with [`take_stdin`](Self::take_stdin), so a child that reads its
     /// input to the end (`cat`, a filter) ends instead of waiting forever.
     ///
+    /// # Errors
+    ///
+    /// The job's stop, as the handle reads it (the crate's table): `Cancelled` with the output
+    /// once a cancel stopped the child, `Abandoned` past a grace.
+    ///
     /// # Panics
     ///
     /// If the job already resolved (it was awaited to completion).

@@ -106,6 +106,7 @@
 //! [`Duration::MAX`]: std::time::Duration::MAX
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(unix)]

@@ -33,6 +33,10 @@ use pyo3::{IntoPyObject, IntoPyObjectExt};
 /// ```
 pub trait IntoPyResult<Marker>: sealed::Sealed<Marker> + Send + 'static {
     /// Converts the value into a Python object, or the error it carries into a [`PyErr`].
+    ///
+    /// # Errors
+    ///
+    /// The error an `Err` carries, or the conversion's own error.
     fn into_py_result(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
 }
 

@@ -128,6 +128,7 @@
 //!   module links its own copy of `tethered`, so its `stats()` counts its own jobs.
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // A job's outcome (and the link to its future) can be dropped on a native thread that does not

@@ -32,6 +32,7 @@
 //! with axum and tonic, request tokens included.
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod report;

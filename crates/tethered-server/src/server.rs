@@ -150,6 +150,10 @@ impl Server {
     /// # drop((renders, scripts));
     /// # Ok::<(), std::io::Error>(())
     /// ```
+    #[expect(
+        clippy::missing_panics_doc,
+        reason = "the runtime is held until `run`, which takes the server: the expect never fires"
+    )]
     pub fn add_scope(&mut self, max_running: NonZeroUsize) -> Arc<NativeScope> {
         let runtime = self.runtime.as_ref().expect("held until `run`");
         let scope = Arc::new(new_scope(runtime.handle(), &self.token, Some(max_running)));
@@ -165,6 +169,10 @@ impl Server {
     }
 
     /// The runtime's handle.
+    #[expect(
+        clippy::missing_panics_doc,
+        reason = "the runtime is held until `run`, which takes the server: the expect never fires"
+    )]
     pub fn handle(&self) -> &Handle {
         self.runtime.as_ref().expect("held until `run`").handle()
     }

@@ -48,6 +48,7 @@
 //! [tethered]: https://docs.rs/tethered
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod spawn;
 mod spawner;

@@ -27,6 +27,7 @@
 //! alone.
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod link;

@@ -59,6 +59,7 @@
 //! `tokio_util::sync::CancellationToken` is `tethered-tokio-util`.
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod spawn;
 mod spawner;

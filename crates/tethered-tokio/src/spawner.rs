@@ -73,6 +73,10 @@ impl TokioSpawner {
 
     /// A spawner for the runtime the calling thread is in, or [`SpawnError::NoRuntime`].
     ///
+    /// # Errors
+    ///
+    /// [`SpawnError::NoRuntime`] outside a tokio runtime.
+    ///
     /// ```
     /// use tethered::SpawnError;
     /// use tethered_tokio::TokioSpawner;

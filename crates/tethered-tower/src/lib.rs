@@ -53,6 +53,7 @@
 //! In tonic (feature `tonic`), a handler reads its token with [`RequestToken::from_tonic`].
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod body;

@@ -136,6 +136,10 @@ impl<R> Armed<R> {
     /// source.cancel(CancelReason::Requested); // too late: disarmed
     /// assert!(log.is_empty());
     /// ```
+    #[expect(
+        clippy::missing_panics_doc,
+        reason = "the resource is in its slot until disarmed (invariant 3): the expect never fires"
+    )]
     pub fn disarm(mut self) -> R {
         self.release()
             .expect("an armed resource is in its slot until disarmed (invariant 3)")

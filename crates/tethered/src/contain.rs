@@ -58,6 +58,10 @@ pub fn drop_contained<T>(value: T) {
 /// For a bridge that runs user code outside a job (converting a result for another language,
 /// a user's hook) on a thread that must not unwind.
 ///
+/// # Errors
+///
+/// The panic, as a [`JobPanic`](crate::JobPanic), if `f` panicked.
+///
 /// ```
 /// let caught = tethered::bridge::catch_panic(|| -> u32 { panic!("bad conversion") });
 /// assert_eq!(caught.unwrap_err().message(), Some("bad conversion"));

@@ -218,6 +218,10 @@ impl<T> NativeError<T> {
     }
 
     /// The panic payload, or the error itself if it is not a panic.
+    ///
+    /// # Errors
+    ///
+    /// `self`, when it is not [`NativeError::Panicked`].
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, NativeError<T>> {
         match self {
             NativeError::Panicked(panic) => Ok(panic.into_payload()),

@@ -141,6 +141,7 @@
 //! model-checked with [loom](https://docs.rs/loom) (see `loom-tests/` in the repository).
 
 #![forbid(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod armed;

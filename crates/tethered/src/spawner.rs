@@ -44,6 +44,11 @@ use crate::sync::thread;
 /// ```
 pub trait Spawner {
     /// Hands `task` to a native thread, or refuses it with an error.
+    ///
+    /// # Errors
+    ///
+    /// Why the task was refused (no thread, a pool that is closed): the job is then finished
+    /// as stopped, and its spawn returns the error.
     fn spawn(&self, task: Runnable) -> Result<(), SpawnError>;
 
     /// The error to report when [`spawn`](Self::spawn) returned `Ok` but dropped the task

@@ -16,6 +16,10 @@ use crate::stats::stats;
 /// Waits until no job closure is running or queued anywhere in the process, for at most
 /// `timeout`.
 ///
+/// # Errors
+///
+/// [`StillRunning`], with the counts, if closures still ran when `timeout` passed.
+///
 /// ```
 /// use std::time::Duration;
 /// let job = tethered::AbortableNative::spawn(|token| token.wait());
@@ -32,6 +36,11 @@ pub fn wait_all_returned(timeout: Duration) -> Result<(), StillRunning> {
 
 /// [`wait_all_returned`] for the jobs of one scope: waits until none of `scope`'s closures is
 /// running or queued, whatever other jobs the process has.
+///
+/// # Errors
+///
+/// [`StillRunning`], with the scope's counts, if its closures still ran when `timeout`
+/// passed.
 ///
 /// ```
 /// use std::time::Duration;
@@ -50,6 +59,10 @@ pub fn wait_scope_returned(scope: &NativeScope, timeout: Duration) -> Result<(),
 }
 
 /// [`assert_all_returned`] for the jobs of one scope (see [`wait_scope_returned`]).
+///
+/// # Panics
+///
+/// If the scope's closures still run when `timeout` passes: the leak the test looks for.
 ///
 /// ```
 /// use std::time::Duration;
@@ -93,6 +106,10 @@ fn wait_returned(
 
 /// Panics unless every job closure in the process has returned within `timeout`: the assertion
 /// to end a test with, to prove it leaks no native job.
+///
+/// # Panics
+///
+/// If closures still run when `timeout` passes: the leak the test looks for.
 ///
 /// ```
 /// use std::time::Duration;

@@ -116,6 +116,10 @@ impl<T> AbortableNative<T> {
     /// If the handle already gave its result (it was awaited to the end, or a
     /// `timeout(d, &mut job)` gave the job's own result).
     ///
+    /// # Errors
+    ///
+    /// The job's stop, as the handle reads it (see [`NativeError`]).
+    ///
     /// ```
     /// let job = tethered::AbortableNative::spawn(|_token| 6 * 7);
     /// assert_eq!(job.join_blocking().unwrap(), 42);

@@ -63,6 +63,10 @@ impl CancelToken {
 
     /// `Err(Cancelled)` once cancelled, for use with `?`.
     ///
+    /// # Errors
+    ///
+    /// [`Cancelled`], with the reason and the cause, once the token is cancelled.
+    ///
     /// ```
     /// use tethered::{CancelReason, CancelSource};
     /// let source = CancelSource::new();

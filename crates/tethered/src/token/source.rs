@@ -250,6 +250,10 @@ pub struct CancelGuard {
 
 impl CancelGuard {
     /// Gives the source back without cancelling it.
+    #[expect(
+        clippy::missing_panics_doc,
+        reason = "a guard holds its source until disarmed or dropped: the expect never fires"
+    )]
     pub fn disarm(mut self) -> CancelSource {
         self.source
             .take()
@@ -262,6 +266,10 @@ impl CancelGuard {
     }
 
     /// The guarded source.
+    #[expect(
+        clippy::missing_panics_doc,
+        reason = "a guard holds its source until disarmed or dropped: the expect never fires"
+    )]
     pub fn source(&self) -> &CancelSource {
         self.source
             .as_ref()

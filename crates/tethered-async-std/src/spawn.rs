@@ -10,15 +10,15 @@ use crate::AsyncStdSpawner;
 /// [`CancelReason::Dropped`](tethered::CancelReason::Dropped).
 ///
 /// It works on any thread, inside an async-std task or not (see [`AsyncStdSpawner`]). To name
-/// the job or tie it to a request's token, use
-/// [`Builder::spawn_on`](tethered::Builder::spawn_on) with an [`AsyncStdSpawner`].
+/// the job, give it a deadline or tie it to a request's token, use
+/// [`spawn_native_with`](crate::spawn_native_with) and [`JobOptions`](tethered::JobOptions).
 ///
 /// # Panics
 ///
 /// Where `spawn_blocking` does: async-std panics if it cannot start its executor threads the
 /// first time it is used. A pool that refused a job while shutting down would give a handle
 /// already stopped with [`CancelReason::Shutdown`](tethered::CancelReason::Shutdown), as every
-/// adapter's `spawn_native` does ([`AbortableNative::or_cancelled`]).
+/// adapter's `spawn_native` does ([`tethered::bridge::spawned_or_stopped`]).
 ///
 /// ```
 /// use tethered::{CancelReason, Tethered};

@@ -65,7 +65,7 @@
 //! | `AbortSignal.any([...])` | as the signal that fired | the same |
 //! | a signal aborted before the call | (the closure never runs) | rejects with an `AbortError` whose `cause` is `signal.reason` |
 //! | the options' `timeout` or `deadline` | `Timeout` | rejects with an `AbortError` whose `cause` is a `TimeoutError` `DOMException` |
-//! | a parent token (`child_of`), a [`NativeScope`](tethered::NativeScope) | theirs | rejects with an `AbortError` naming the reason, its cause the cancel's |
+//! | a parent token (`child_of`), a [`NativeScope`] | theirs | rejects with an `AbortError` naming the reason, its cause the cancel's |
 //! | the environment's teardown: a `Worker` terminated, `process.exit()` | [`Shutdown`](CancelReason::Shutdown) | nothing settles any more |
 //!
 //! Every `AbortError` also carries `reason` (`'Dropped'`, `'Timeout'`...) and, when the promise
@@ -85,7 +85,7 @@
 //! starts: jobs that share a signal are cancelled the newest first, so no queued one takes the
 //! place of a running one that stopped. Work that blocks (a sleep, a socket) belongs on a
 //! spawner of its own: `JobOptions::new().on(ThreadSpawner::new())`, or `in_scope` a
-//! [`NativeScope`](tethered::NativeScope) that bounds it.
+//! [`NativeScope`] that bounds it.
 //!
 //! # When the environment goes away
 //!
@@ -115,7 +115,7 @@
 //! - A finished job leaves no listener on its signal; jobs that share a signal share one
 //!   listener.
 //! - A panic in the closure (or in the conversion of its value) rejects the promise; it never
-//!   aborts the process (unless the job's options ask for [`PanicPolicy::Abort`](tethered::PanicPolicy::Abort)).
+//!   aborts the process (unless the job's options ask for [`PanicPolicy::Abort`]).
 //! - Every closure counts in [`stats()`]`.running` until it returns. Each addon links its own
 //!   copy of `tethered`, so its `stats()` counts its own jobs.
 

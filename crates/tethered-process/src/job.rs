@@ -15,7 +15,7 @@ use crate::output::ProcessOutput;
 /// A running child process, tethered to the future that awaits it.
 ///
 /// It is a future resolving to `Result<ProcessOutput, NativeError<ProcessOutput>>` once the
-/// child has been reaped. Dropping it before that cancels its job with [`CancelReason::Dropped`]: the child's
+/// child has been reaped. Dropping it before that cancels its job with [`CancelReason::Dropped`](tethered::CancelReason::Dropped): the child's
 /// group gets the polite signal, SIGKILL after the grace, and the child is reaped, so a
 /// timeout, a lost `select!`, an aborted task or a runtime shutdown leaves no process, no
 /// zombie behind. Until the child is reaped (and its captured pipes have ended) the job counts

@@ -30,7 +30,8 @@
 //! # What happens on a cancel
 //!
 //! 1. The job's token is cancelled: the handle was dropped ([`CancelReason::Dropped`]), a
-//!    timeout fired, a parent token or a scope was cancelled, or [`ProcessJob::cancel`].
+//!    timeout fired, a parent token or a scope was cancelled, or
+//!    [`Tethered::cancel`](tethered::Tethered::cancel).
 //! 2. The supervisor wakes at once and sends the polite signal ([`StopSignal::Term`] unless set
 //!    otherwise) to the child's process group, then SIGCONT so a stopped process can act on it.
 //! 3. If the child has not exited [`Process::kill_after`] later ([`DEFAULT_KILL_AFTER`], 2 s,
@@ -82,7 +83,7 @@
 //! - If this process dies without unwinding (SIGKILL, `abort`, `std::process::exit`), no
 //!   destructor runs and its children are not stopped. Dropping a job starts the stop; the
 //!   supervisor finishes it. A program that drops jobs just before it exits should wait for
-//!   them first ([`ProcessJob::cancel_and_join`], or
+//!   them first ([`Tethered::cancel_and_join`](tethered::Tethered::cancel_and_join), or
 //!   [`tethered::testing::wait_all_returned`]), or the exit may orphan a child that was still
 //!   being stopped.
 //! - A child in a group of its own is in the terminal's background: give it a piped or null

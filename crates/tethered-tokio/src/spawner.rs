@@ -16,8 +16,8 @@ const NO_RUNTIME_HINT: &str = "call it from a tokio task or from a thread inside
 /// ([`Handle::spawn_blocking`]).
 ///
 /// [`spawn_native`](crate::spawn_native) uses the runtime it is called from; a `TokioSpawner`
-/// names the runtime explicitly, e.g. to spawn from a thread outside it, or to combine it with
-/// [`Builder::spawn_on`](tethered::Builder::spawn_on).
+/// names the runtime explicitly, e.g. to spawn from a thread outside it, or to place a job on it
+/// with [`JobOptions::on`](tethered::JobOptions::on).
 ///
 /// A job is refused with [`SpawnError::Shutdown`] once the runtime has begun shutting down:
 /// tokio itself would accept the closure silently and drop it unrun.

@@ -16,8 +16,8 @@ use crate::future::Protocol;
 use crate::token::RequestToken;
 
 /// The errors of a [`ClientTokenService`]: the inner service's, or the stop of a call whose
-/// token was cancelled first (boxed, as tower's `BoxError`): a [`Cancelled`] carrying the
-/// reason (`downcast_ref::<Cancelled>()`), or, for a gRPC call with the `tonic` feature, a
+/// token was cancelled first (boxed, as tower's `BoxError`): a [`CallStopped`] carrying the
+/// reason (`downcast_ref::<CallStopped>()`), or, for a gRPC call with the `tonic` feature, a
 /// `tonic::Status` (`DEADLINE_EXCEEDED` for [`CancelReason::Timeout`], `CANCELLED` otherwise),
 /// which a tonic client returns as it is, where it would make any other error `UNKNOWN`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -30,7 +30,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///   the edge travels every hop, and the next server's [`RequestTokenLayer`](crate::RequestTokenLayer)
 ///   cancels its own work at the same instant;
 /// - stops when the token is cancelled: the inner call is dropped (an HTTP/2 stream is reset, so
-///   the next server sees its client go away) and the call fails with [`Cancelled`], carrying
+///   the next server sees its client go away) and the call fails with [`CallStopped`], carrying
 ///   the reason (a `tonic::Status` for a gRPC call, with the `tonic` feature: see [`BoxError`]);
 ///   a token cancelled already fails the call before it is sent.
 ///

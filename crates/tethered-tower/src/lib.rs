@@ -43,14 +43,14 @@
 //! # Features
 //!
 //! None is on by default; each puts a 0.x crate's types in this crate's API and is named after
-//! it: `axum` (the [`RequestToken`] extractor), `tonic` ([`RequestToken::from_tonic`], and the
+//! it: `axum` (the [`RequestToken`] extractor), `tonic` (`RequestToken::from_tonic`, and the
 //! status a tonic client reads from a [`CallStopped`]).
 //!
 //! A call made on a request's behalf, through a client wrapped in [`ClientTokenLayer`], passes
 //! on what is left of the request's deadline as `grpc-timeout` and stops with the request, so a
 //! deadline set at the edge travels every hop ([`grpc_timeout`] gives the header by itself).
 //!
-//! In tonic (feature `tonic`), a handler reads its token with [`RequestToken::from_tonic`].
+//! In tonic (feature `tonic`), a handler reads its token with `RequestToken::from_tonic`.
 
 #![forbid(unsafe_code)]
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]

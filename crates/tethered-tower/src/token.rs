@@ -9,7 +9,7 @@ use tethered::CancelToken;
 ///
 /// Spawn the request's jobs as its children (`JobOptions::new().child_of(&token)`), so they stop with
 /// it, with the reason. In axum (feature `axum`) it is an extractor; in tonic (feature
-/// `tonic`), [`from_tonic`](Self::from_tonic) reads it from the handler's request.
+/// `tonic`), `from_tonic` reads it from the handler's request.
 ///
 /// ```
 /// use http::Request;

@@ -59,6 +59,15 @@ def spin_sync(probe: Probe, timeout: float | None = None, grace: float | None = 
     """A synchronous call that Ctrl-C (KeyboardInterrupt) or the timeout stops."""
 
 def ignore_token_sync(probe: Probe, seconds: float, grace: float) -> None: ...
+def spin_seconds(seconds: float) -> Coroutine[Any, Any, Literal["done", "stopped"]]:
+    """A busy loop on a native thread that looks at its token every step: `"done"` once
+    `seconds` have passed, `"stopped"` if its token was cancelled (the awaiting coroutine then
+    raises anyway). `ValueError` at the call unless `seconds` is finite and from 0 to 3600."""
+
+def spin_returns() -> list[tuple[float, Literal["done", "stopped"], str | None]]:
+    """The last 256 returns of `spin_seconds` loops, oldest first: `(returned_at, outcome,
+    reason)`, `returned_at` in `time.monotonic()` seconds, `reason` the token's (`"Dropped"`,
+    `"Timeout"`, ...) or `None`."""
 
 class Probe:
     """What a native job of the suite reports: whether it runs, returned, and why it stopped."""

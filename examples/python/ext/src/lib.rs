@@ -1,6 +1,7 @@
 //! The example extension module of `tethered-pyo3`, `tethered_example`: a sandbox interpreter
-//! whose runs stop when the asyncio task awaiting them is cancelled, and the probes the
-//! pytest suite (`crates/tethered-pyo3/tests/python`) drives.
+//! whose runs stop when the asyncio task awaiting them is cancelled, `spin_seconds` for the MCP
+//! example server (`examples/mcp-python`), and the probes the pytest suite
+//! (`crates/tethered-pyo3/tests/python`) drives.
 //!
 //! Build it into the project's virtualenv with `crates/tethered-pyo3/python/setup.sh`.
 
@@ -10,6 +11,7 @@ mod jobs;
 mod naive;
 mod probe;
 mod sandbox;
+mod spin_seconds;
 
 use pyo3::prelude::*;
 
@@ -40,6 +42,8 @@ fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jobs::cancel_scope, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::spin_sync, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::ignore_token_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(spin_seconds::spin_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(spin_seconds::spin_returns, m)?)?;
     m.add_class::<probe::Probe>()?;
     m.add_class::<naive::NaiveSpinner>()?;
     m.add_class::<jobs::Parent>()?;

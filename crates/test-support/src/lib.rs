@@ -8,6 +8,8 @@
 //!   [`PATIENCE`], so a broken behaviour fails a test instead of hanging the suite.
 //! - [`cpu_share_over`] reads the process's CPU time; [`report`] prints a scenario's median and
 //!   worst cancel-to-return time and checks them against [`RETURN_BOUND`].
+//! - [`run_bounded`] runs another language's suite (pytest, `node --test`) and kills it at
+//!   a limit.
 //! - [`scenarios`] holds whole scenarios written once against the [`Runtime`] trait.
 //!
 //! A tethered closure on a plain thread, cancelled and timed:
@@ -33,6 +35,8 @@
 //! Not published: a dev-dependency of the adapter crates only.
 
 mod bounds;
+#[cfg(unix)]
+mod command;
 mod cpu;
 #[cfg(unix)]
 mod fork;
@@ -47,6 +51,8 @@ mod wait;
 mod work;
 
 pub use bounds::{PATIENCE, RETURN_BOUND};
+#[cfg(unix)]
+pub use command::{Finished, run_bounded};
 pub use cpu::cpu_share_over;
 #[cfg(unix)]
 pub use fork::in_forked_child;

@@ -20,8 +20,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use crate::contain::drop_contained;
 use crate::error::NativeError;
-use crate::handle::Tethered;
 use crate::job_id::JobId;
+use crate::native::Tethered;
 use crate::native::{AbortableNative, spawn};
 use crate::options::{JobOptions, Placement};
 use crate::reason::{CancelReason, Cause};

@@ -9,6 +9,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+use crate::panic::PanicPolicy;
 use crate::scope::{NativeScope, ScopeState};
 use crate::spawner::Spawner;
 use crate::sync::Arc;
@@ -80,31 +81,6 @@ pub(crate) enum Place {
     Default,
     Spawner(Arc<dyn Spawner + Send + Sync>),
     Scope(Arc<ScopeState>),
-}
-
-/// What a panic in a job's closure does.
-///
-/// ```
-/// use tethered::{JobOptions, NativeError, PanicPolicy};
-///
-/// // The default: the panic is caught on the native thread and the handle reports it.
-/// let job = tethered::spawn(JobOptions::new(), |_| -> u32 { panic!("bad input") })?;
-/// assert!(matches!(job.join_blocking(), Err(NativeError::Panicked(_))));
-/// let _strict = JobOptions::new().panic(PanicPolicy::Abort); // a panic ends the process
-/// # Ok::<(), tethered::SpawnError>(())
-/// ```
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum PanicPolicy {
-    /// Catch the panic on the native thread and hand it to the caller: the handle resolves to
-    /// [`NativeError::Panicked`](crate::NativeError::Panicked) (in Rust), raises pyo3's
-    /// `PanicException` (in Python), or rejects with an error whose `code` is
-    /// `ERR_NATIVE_PANIC` (in JavaScript). Counted in [`stats()`](crate::stats)`.panicked`.
-    #[default]
-    Catch,
-    /// Abort the process once the panic hook has reported the panic: for work whose panic
-    /// means that state shared with the rest of the process can no longer be trusted.
-    Abort,
 }
 
 /// The placement of [`JobOptions`] that leaves the choice to the entry point: a thread of its

@@ -1,4 +1,4 @@
-//! [`JobPanic`]: a panic caught on a native thread.
+//! [`JobPanic`]: a panic caught on a native thread, and [`PanicPolicy`]: what a panic does.
 
 use std::any::Any;
 use std::fmt;
@@ -82,4 +82,29 @@ impl fmt::Debug for JobPanic {
             .field("message", &self.message)
             .finish_non_exhaustive()
     }
+}
+
+/// What a panic in a job's closure does.
+///
+/// ```
+/// use tethered::{JobOptions, NativeError, PanicPolicy};
+///
+/// // The default: the panic is caught on the native thread and the handle reports it.
+/// let job = tethered::spawn(JobOptions::new(), |_| -> u32 { panic!("bad input") })?;
+/// assert!(matches!(job.join_blocking(), Err(NativeError::Panicked(_))));
+/// let _strict = JobOptions::new().panic(PanicPolicy::Abort); // a panic ends the process
+/// # Ok::<(), tethered::SpawnError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PanicPolicy {
+    /// Catch the panic on the native thread and hand it to the caller: the handle resolves to
+    /// [`NativeError::Panicked`](crate::NativeError::Panicked) (in Rust), raises pyo3's
+    /// `PanicException` (in Python), or rejects with an error whose `code` is
+    /// `ERR_NATIVE_PANIC` (in JavaScript). Counted in [`stats()`](crate::stats)`.panicked`.
+    #[default]
+    Catch,
+    /// Abort the process once the panic hook has reported the panic: for work whose panic
+    /// means that state shared with the rest of the process can no longer be trusted.
+    Abort,
 }

@@ -96,7 +96,7 @@ pub(crate) struct Settings {
     pub(crate) grace: Option<Duration>,
     /// A cancel can come from outside the handle: a parent token, a deadline.
     pub(crate) outside_cancels: bool,
-    pub(crate) panic: crate::options::PanicPolicy,
+    pub(crate) panic: crate::panic::PanicPolicy,
 }
 
 /// Told when a job finishes, from the thread that finished it, with no lock held; and counts

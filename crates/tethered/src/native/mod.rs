@@ -1,13 +1,21 @@
 //! [`AbortableNative`]: the handle to a job on a native thread, tethered to its awaiter.
 //!
-//! `start.rs` makes jobs; `abort_handle.rs` cancels one from elsewhere.
+//! `start.rs` makes jobs; `abort_handle.rs` cancels one from elsewhere; `handle.rs` is
+//! [`Tethered`], what every handle to a job can do, with its two futures, `timeout.rs` and
+//! `cancel_when.rs`.
 
 mod abort_handle;
+mod cancel_when;
+mod handle;
 mod start;
+mod timeout;
 
 pub use abort_handle::AbortHandle;
-pub(crate) use start::{accepted, cancel_at, make, prepare, spawn_or};
+pub use cancel_when::CancelWhen;
+pub use handle::{CancelAndJoin, Tethered};
+pub(crate) use start::{cancel_at, spawn_or};
 pub use start::{external, spawn};
+pub use timeout::Timeout;
 
 use crate::sync::Arc;
 use std::fmt;
@@ -16,7 +24,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::error::NativeError;
-use crate::handle::Tethered;
 use crate::job::{JobControl, JobHandle};
 use crate::job_id::JobId;
 use crate::reason::{CancelReason, Cause};

@@ -6,9 +6,11 @@ use std::time::Instant;
 use super::{AbortableNative, cancel_job};
 use crate::completer::Completer;
 use crate::contain::run_contained;
+use crate::deferred::Deferred;
 use crate::job::{FinishObserver, Job, JobControl, JobHandle, Settings, external_placeholder};
 use crate::options::{Deadline, ExternalPlacement, JobOptions, Place, Placement};
 use crate::reason::CancelReason;
+use crate::scope::{Dispatch, NativeScope, ScopeState};
 use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::sync::Arc;
@@ -64,7 +66,13 @@ where
     match place {
         Place::Default => spawn_with(&default()?, options, None, f),
         Place::Spawner(spawner) => spawn_with(&*spawner, options, None, f),
-        Place::Scope(scope) => scope.spawn_job(options, f),
+        Place::Scope(scope) => {
+            let generation = scope.generation();
+            let observer: Arc<dyn FinishObserver> = scope.clone();
+            let (job, runnable) = prepare(&options, Some(&generation), Some(observer), f)?;
+            drop(generation);
+            in_scope(&scope, job, runnable, Dispatch::Spawner)
+        }
     }
 }
 
@@ -95,7 +103,7 @@ where
 /// # Errors
 ///
 /// [`SpawnError::Timer`] if the options' deadline could not be armed.
-pub(crate) fn prepare<T, F>(
+fn prepare<T, F>(
     options: &JobOptions,
     first: Option<&CancelToken>,
     observer: Option<Arc<dyn FinishObserver>>,
@@ -111,7 +119,7 @@ where
 }
 
 /// Makes a job: its token, its settings, its registrations and its deadline.
-pub(crate) fn make<T, F>(
+fn make<T, F>(
     options: &JobOptions,
     first: Option<&CancelToken>,
     observer: Option<Arc<dyn FinishObserver>>,
@@ -176,10 +184,29 @@ pub(crate) fn cancel_at(
 }
 
 /// The handle of a job whose task a spawner accepted (or a scope queued).
-pub(crate) fn accepted<S, T, F>(
+/// Lists `job` in `scope` (which hands `runnable` out now, or once a slot frees) and returns
+/// its handle.
+fn in_scope<T, F>(
+    scope: &ScopeState,
     job: Arc<Job<T, F>>,
-    spawner: &S,
+    runnable: Runnable,
+    dispatch: Dispatch,
 ) -> Result<AbortableNative<T>, SpawnError>
+where
+    T: Send + 'static,
+    F: FnOnce(CancelToken) -> T + Send + 'static,
+{
+    scope.admit(&job, runnable, dispatch)?;
+    let handle = accepted(job.clone(), scope.spawner())?;
+    // A cancel that came before the job was accepted (while it was being handed out) left a
+    // waiting job in place: it leaves now, rather than when a slot frees.
+    if job.source().is_cancelled() {
+        job.finish_if_queued();
+    }
+    Ok(handle)
+}
+
+fn accepted<S, T, F>(job: Arc<Job<T, F>>, spawner: &S) -> Result<AbortableNative<T>, SpawnError>
 where
     S: Spawner + ?Sized,
     T: Send + 'static,
@@ -256,7 +283,19 @@ where
             run_contained(move || start(completer));
             Ok(handle)
         }
-        Place::Scope(scope) => scope.external_job(options, start),
+        Place::Scope(scope) => {
+            let generation = scope.generation();
+            let observer: Arc<dyn FinishObserver> = scope.clone();
+            let job = make(
+                &options,
+                Some(&generation),
+                Some(observer),
+                external_placeholder::<T>(),
+            )?;
+            drop(generation);
+            let runnable = Runnable::new(Arc::new(Deferred::new(job.clone(), start)));
+            in_scope(&scope, job, runnable, Dispatch::Inline)
+        }
         Place::Spawner(_) => unreachable!("`ExternalPlacement` has no spawner placement"),
     }
 }
@@ -333,5 +372,26 @@ impl<T: Send + 'static> AbortableNative<T> {
         job.finish_if_queued();
         job.accept_refused();
         Self::handle(job)
+    }
+}
+
+impl NativeScope {
+    /// Starts `f` in the scope, on the scope's spawner: the way a server runs its native jobs
+    /// (one scope for the server, bounded with [`with_max_running`](Self::with_max_running),
+    /// cancelled and shut down as one).
+    ///
+    /// The shortcut for [`spawn`](crate::spawn)`(JobOptions::new().in_scope(self), f)`: use
+    /// that (or an adapter's `spawn_native_with`) for a named job, a deadline, a grace or a
+    /// request's token as well.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::ScopeClosed`] once the scope is shut down, or the spawner's refusal.
+    pub fn spawn<T, F>(&self, f: F) -> Result<AbortableNative<T>, SpawnError>
+    where
+        T: Send + 'static,
+        F: FnOnce(CancelToken) -> T + Send + 'static,
+    {
+        spawn(JobOptions::new().in_scope(self), f)
     }
 }

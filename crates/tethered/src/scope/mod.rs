@@ -61,6 +61,7 @@ mod spawn;
 
 pub use idle::WaitIdle;
 pub use shutdown::ScopeShutdown;
+pub(crate) use spawn::Dispatch;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -71,12 +72,9 @@ use std::time::{Duration, Instant};
 use crate::callback::CallbackGuard;
 use crate::job::JobControl;
 use crate::job_id::JobId;
-use crate::native::AbortableNative;
-use crate::options::JobOptions;
 use crate::queue::WaitQueue;
 use crate::reason::CancelReason;
 use crate::report::ShutdownReport;
-use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner, ThreadSpawner};
 use crate::stats::{Counters, ScopeStats};
 use crate::sync::{self, Arc, Condvar, Mutex};
@@ -262,25 +260,6 @@ impl NativeScope {
         let replaced = sync::lock(&self.state.inner).outer.replace(link);
         drop(replaced);
         self
-    }
-
-    /// Starts `f` in the scope, on the scope's spawner: the way a server runs its native jobs
-    /// (one scope for the server, bounded with [`with_max_running`](Self::with_max_running),
-    /// cancelled and shut down as one).
-    ///
-    /// The shortcut for [`spawn`](crate::spawn)`(JobOptions::new().in_scope(self), f)`: use
-    /// that (or an adapter's `spawn_native_with`) for a named job, a deadline, a grace or a
-    /// request's token as well.
-    ///
-    /// # Errors
-    ///
-    /// [`SpawnError::ScopeClosed`] once the scope is shut down, or the spawner's refusal.
-    pub fn spawn<T, F>(&self, f: F) -> Result<AbortableNative<T>, SpawnError>
-    where
-        T: Send + 'static,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        self.state.clone().spawn_job(JobOptions::new(), f)
     }
 
     /// The scope's unfinished jobs: waiting for a slot, queued in the spawner, or running

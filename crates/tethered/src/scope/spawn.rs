@@ -1,69 +1,37 @@
-//! Starting a job in a scope: it takes a slot or waits for one, and the scope lists it.
-//! An external job's start ([`external`](crate::bridge::external) in a scope) takes a slot the
-//! same way.
+//! Listing a job in a scope: it takes a slot or waits for one, and the scope lists it. The job
+//! itself is made where every job is (`native/start.rs`), as a child of the scope's
+//! [`generation`](ScopeState::generation) with the scope as its finish observer.
 
 use super::{Entry, Lifecycle, ScopeState};
-use crate::completer::Completer;
-use crate::deferred::Deferred;
-use crate::job::{FinishObserver, Job, JobControl, external_placeholder};
-use crate::native::{AbortableNative, accepted, make, prepare};
-use crate::options::JobOptions;
+use crate::job::{Job, JobControl};
 use crate::reason::CancelReason;
 use crate::spawn_error::SpawnError;
-use crate::spawner::{Runnable, submit};
+use crate::spawner::{Runnable, Spawner, submit};
 use crate::sync::{self, Arc};
 use crate::token::CancelToken;
 
 impl ScopeState {
-    /// Starts `f` in the scope, with `options` (whose placement is this scope).
-    pub(crate) fn spawn_job<T, F>(
-        self: Arc<Self>,
-        options: JobOptions,
-        f: F,
-    ) -> Result<AbortableNative<T>, SpawnError>
-    where
-        T: Send + 'static,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let generation = sync::lock(&self.inner).generation.token();
-        let observer: Arc<dyn FinishObserver> = self.clone();
-        let (job, runnable) = prepare(&options, Some(&generation), Some(observer), f)?;
-        drop(generation);
-        self.admit(job, runnable, Dispatch::Spawner)
+    /// The token every job started now is a child of.
+    pub(crate) fn generation(&self) -> CancelToken {
+        sync::lock(&self.inner).generation.token()
     }
 
-    /// An external job whose work `start` begins once the scope has a slot for it (see
-    /// [`external`](crate::bridge::external)).
-    pub(crate) fn external_job<T, S>(
-        self: Arc<Self>,
-        options: JobOptions,
-        start: S,
-    ) -> Result<AbortableNative<T>, SpawnError>
-    where
-        T: Send + 'static,
-        S: FnOnce(Completer<T>) + Send + 'static,
-    {
-        let generation = sync::lock(&self.inner).generation.token();
-        let observer: Arc<dyn FinishObserver> = self.clone();
-        let job = make(
-            &options,
-            Some(&generation),
-            Some(observer),
-            external_placeholder::<T>(),
-        )?;
-        drop(generation);
-        let runnable = Runnable::new(Arc::new(Deferred::new(job.clone(), start)));
-        self.admit(job, runnable, Dispatch::Inline)
+    /// The scope's spawner, whose refusal names why a job it dropped did not start.
+    pub(crate) fn spawner(&self) -> &(dyn Spawner + Send + Sync) {
+        &*self.spawner
     }
 
     /// Lists `job` in the scope, and hands its runnable out now (a slot is free) or queues it
     /// until a slot frees.
-    fn admit<T, F>(
+    ///
+    /// `Ok` once the job is listed and handed out (or waiting); the caller then accepts it
+    /// and, if a cancel came while it was handed out, finishes it if it is still queued.
+    pub(crate) fn admit<T, F>(
         &self,
-        job: Arc<Job<T, F>>,
+        job: &Arc<Job<T, F>>,
         runnable: Runnable,
         dispatch: Dispatch,
-    ) -> Result<AbortableNative<T>, SpawnError>
+    ) -> Result<(), SpawnError>
     where
         T: Send + 'static,
         F: FnOnce(CancelToken) -> T + Send + 'static,
@@ -109,19 +77,13 @@ impl ScopeState {
                 return Err(err);
             }
         }
-        let handle = accepted(job.clone(), &*self.spawner)?;
-        // A cancel that came before the job was accepted (while it was being handed out)
-        // left a waiting job in place: it leaves now, rather than when a slot frees.
-        if job.source().is_cancelled() {
-            job.finish_if_queued();
-        }
-        Ok(handle)
+        Ok(())
     }
 }
 
 /// Where a job that got a slot at once is handed out.
 #[derive(Clone, Copy)]
-enum Dispatch {
+pub(crate) enum Dispatch {
     /// To the scope's spawner.
     Spawner,
     /// Run here, on the calling thread: an external job's start, which only begins work that

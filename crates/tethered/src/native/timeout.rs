@@ -7,8 +7,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use super::handle::Tethered;
 use crate::error::NativeError;
-use crate::handle::Tethered;
 use crate::reason::CancelReason;
 use crate::timer::Sleep;
 
@@ -78,7 +78,7 @@ impl<J: Tethered> Future for Timeout<J> {
             return Poll::Pending;
         }
         let job = this.job.as_mut().expect("held until the future completes");
-        let result = match crate::cancel_when::fire(job, CancelReason::Timeout, cx) {
+        let result = match super::cancel_when::fire(job, CancelReason::Timeout, cx) {
             Some(result) => result,
             None => {
                 this.finishing = true;

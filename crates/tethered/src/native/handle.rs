@@ -8,12 +8,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::cancel_when::CancelWhen;
+use super::AbortHandle;
+use super::cancel_when::CancelWhen;
+use super::timeout::Timeout;
 use crate::error::NativeError;
 use crate::job_id::JobId;
-use crate::native::AbortHandle;
 use crate::reason::{CancelReason, Cause};
-use crate::timeout::Timeout;
 use crate::token::CancelToken;
 
 /// A handle to work tethered to the future that awaits it: it resolves to

@@ -19,7 +19,7 @@ use napi::{Env, Error, Status};
 use tethered::{CancelReason, JobPanic, NativeError, SpawnError};
 
 use crate::helpers;
-use crate::job::Convert;
+use crate::output::Convert;
 
 /// The text of a reason in JavaScript: the variant's name.
 pub(crate) fn reason_name(reason: CancelReason) -> String {

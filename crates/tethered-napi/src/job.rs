@@ -26,7 +26,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use napi::bindgen_prelude::{PromiseRaw, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::{Env, JsValue};
 use tethered::{
     AbortHandle, AbortableNative, CancelReason, Cause, JobOptions, NativeError, Placement, Tethered,
@@ -35,14 +35,11 @@ use tethered::{
 use crate::environment::{self, Delivery, Entry};
 use crate::errors;
 use crate::listeners::{self, OnAbort};
+use crate::output::Convert;
 use crate::pool;
 use crate::promise;
 use crate::signal::{self, Begun, Reason};
 use crate::sync::{self, Mutex};
-
-/// What a finished closure leaves behind: its value, converted on the JavaScript thread.
-pub(crate) type Convert =
-    Box<dyn for<'env> FnOnce(&'env Env) -> napi::Result<Unknown<'env>> + Send>;
 
 type Outcome = Result<Convert, NativeError<Convert>>;
 
@@ -255,9 +252,4 @@ impl Driver {
         self.delivery
             .send(Box::new(move |env: &Env| shared.settle(env)));
     }
-}
-
-/// Converts a closure's value on the JavaScript thread.
-pub(crate) fn convert<V: ToNapiValue + Send + 'static>(value: napi::Result<V>) -> Convert {
-    Box::new(move |env: &Env| value?.into_unknown(env))
 }

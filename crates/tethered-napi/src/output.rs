@@ -1,6 +1,8 @@
-//! [`IntoJsResult`]: what a native closure may return.
+//! [`IntoJsResult`]: what a native closure may return, and [`Convert`], its value on the way
+//! to the JavaScript thread.
 
-use napi::bindgen_prelude::{ToNapiValue, TypeName};
+use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, TypeName, Unknown};
 
 /// A native closure's return value: anything napi-rs converts to JavaScript, or a
 /// [`napi::Result`] (any `Result` whose error converts into a [`napi::Error`]) of one.
@@ -98,4 +100,13 @@ where
     fn into_js_result(self) -> napi::Result<T> {
         self.map_err(Into::into)
     }
+}
+
+/// What a finished closure leaves behind: its value, converted on the JavaScript thread.
+pub(crate) type Convert =
+    Box<dyn for<'env> FnOnce(&'env Env) -> napi::Result<Unknown<'env>> + Send>;
+
+/// Converts a closure's value on the JavaScript thread.
+pub(crate) fn convert<V: ToNapiValue + Send + 'static>(value: napi::Result<V>) -> Convert {
+    Box::new(move |env: &Env| value?.into_unknown(env))
 }

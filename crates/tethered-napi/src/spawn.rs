@@ -6,7 +6,7 @@ use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use tethered::{CancelToken, JobOptions, Placement};
 
 use crate::job;
-use crate::output::IntoJsResult;
+use crate::output::{self, IntoJsResult};
 
 /// The options object a JavaScript caller passes last, as every Node and web API takes its
 /// signal: `{ signal?: AbortSignal }`. Take it as `Option<CallOptions<'env>>` in a `#[napi]`
@@ -144,6 +144,6 @@ where
         env,
         options,
         job,
-        Box::new(move |token: CancelToken| job::convert(f(token).into_js_result())),
+        Box::new(move |token: CancelToken| output::convert(f(token).into_js_result())),
     )
 }

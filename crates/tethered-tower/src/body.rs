@@ -10,8 +10,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tethered::{CancelReason, CancelSource, WaitCancelled};
 
-use crate::client::BoxError;
-use crate::future::drop_reason;
+use crate::deadline::drop_reason;
+use crate::error::BoxError;
 
 /// The body of every response that passes through a
 /// [`RequestTokenLayer`](crate::RequestTokenLayer): the inner service's body, which keeps the

@@ -12,15 +12,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::deadline::{GRPC_TIMEOUT, grpc_timeout, parse_grpc_timeout};
+use crate::error::BoxError;
 use crate::future::Protocol;
 use crate::token::RequestToken;
-
-/// The errors of a [`ClientTokenService`]: the inner service's, or the stop of a call whose
-/// token was cancelled first (boxed, as tower's `BoxError`): a [`CallStopped`] carrying the
-/// reason (`downcast_ref::<CallStopped>()`), or, for a gRPC call with the `tonic` feature, a
-/// `tonic::Status` (`DEADLINE_EXCEEDED` for [`CancelReason::Timeout`], `CANCELLED` otherwise),
-/// which a tonic client returns as it is, where it would make any other error `UNKNOWN`.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A tower layer for clients (a tonic `Channel`, a hyper client): an outgoing request that
 /// carries a [`RequestToken`] in its extensions

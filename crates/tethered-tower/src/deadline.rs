@@ -1,10 +1,11 @@
 //! The `grpc-timeout` header: how a gRPC caller says how long it will wait, read on the way in
-//! and written on the way out.
+//! and written on the way out; and how close to its deadline a request that stops counts as
+//! stopped by it ([`drop_reason`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue};
-use tethered::CancelToken;
+use tethered::{CancelReason, CancelToken};
 
 /// The header's name.
 pub const GRPC_TIMEOUT: &str = "grpc-timeout";
@@ -129,6 +130,28 @@ fn format_grpc_timeout(left: Duration) -> HeaderValue {
         .unwrap_or((LIMIT, 'H'));
     let text = format!("{}{unit}", amount.max(1));
     HeaderValue::from_str(&text).expect("digits and a letter are a valid header value")
+}
+
+/// How close to its deadline a dropped response future (or body) counts as stopped by the
+/// deadline.
+///
+/// The deadline of a `grpc-timeout` is kept on both sides, and not only by this layer: tonic's
+/// server runs its own, outside the layer, armed a moment before this one, and the client
+/// (tonic's channel does) drops the call at its deadline, which started when the request was
+/// sent, earlier than this layer's, which started when the request arrived. Either way the
+/// response future is dropped, by the deadline, just before this layer's own timer fires: by
+/// the request's transit and queueing time, a few milliseconds, more on a loaded machine. Such
+/// a drop is the deadline, and the token reads `Timeout`, not `Dropped`. A client that hangs up
+/// on its own this close to its deadline reads `Timeout` too.
+const DEADLINE_SLACK: Duration = Duration::from_millis(50);
+
+/// The reason a request's token is cancelled with when its response (or body) is dropped
+/// unfinished: `Timeout` within [`DEADLINE_SLACK`] of its deadline, `Dropped` otherwise.
+pub(crate) fn drop_reason(deadline: Option<Instant>) -> CancelReason {
+    match deadline {
+        Some(deadline) if Instant::now() + DEADLINE_SLACK >= deadline => CancelReason::Timeout,
+        _ => CancelReason::Dropped,
+    }
 }
 
 #[cfg(test)]

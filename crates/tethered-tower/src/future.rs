@@ -5,12 +5,13 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use tethered::{CancelReason, CancelSource, WaitCancelled};
 
 use crate::body::TokenBody;
+use crate::deadline::drop_reason;
 
 /// Whether a request speaks gRPC (by its `content-type`), which decides how a stop answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,28 +89,6 @@ fn percent_encode(text: &str) -> String {
         }
     }
     out
-}
-
-/// How close to its deadline a dropped response future (or body) counts as stopped by the
-/// deadline.
-///
-/// The deadline of a `grpc-timeout` is kept on both sides, and not only by this layer: tonic's
-/// server runs its own, outside the layer, armed a moment before this one, and the client
-/// (tonic's channel does) drops the call at its deadline, which started when the request was
-/// sent, earlier than this layer's, which started when the request arrived. Either way the
-/// response future is dropped, by the deadline, just before this layer's own timer fires: by
-/// the request's transit and queueing time, a few milliseconds, more on a loaded machine. Such
-/// a drop is the deadline, and the token reads `Timeout`, not `Dropped`. A client that hangs up
-/// on its own this close to its deadline reads `Timeout` too.
-const DEADLINE_SLACK: Duration = Duration::from_millis(50);
-
-/// The reason a request's token is cancelled with when its response (or body) is dropped
-/// unfinished: `Timeout` within [`DEADLINE_SLACK`] of its deadline, `Dropped` otherwise.
-pub(crate) fn drop_reason(deadline: Option<Instant>) -> CancelReason {
-    match deadline {
-        Some(deadline) if Instant::now() + DEADLINE_SLACK >= deadline => CancelReason::Timeout,
-        _ => CancelReason::Dropped,
-    }
 }
 
 /// The response future of [`RequestTokenService`](crate::RequestTokenService).

@@ -59,13 +59,15 @@
 mod body;
 mod client;
 mod deadline;
+mod error;
 mod future;
 mod layer;
 mod token;
 
 pub use body::{BodyStopped, TokenBody};
-pub use client::{BoxError, CallFuture, CallStopped, ClientTokenLayer, ClientTokenService};
+pub use client::{CallFuture, CallStopped, ClientTokenLayer, ClientTokenService};
 pub use deadline::{GRPC_TIMEOUT, InvalidGrpcTimeout, grpc_timeout, parse_grpc_timeout};
+pub use error::BoxError;
 pub use future::ResponseFuture;
 pub use layer::{RequestTokenLayer, RequestTokenService};
 pub use token::{NoRequestToken, RequestToken};

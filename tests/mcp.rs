@@ -581,6 +581,7 @@ async fn bad_input_is_answered_with_an_error_while_other_calls_go_on() {
 /// transport, printed (BENCHMARKS.md quotes them); bounded only loosely here.
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_to_return_is_measured() {
+    let mut results = Vec::new();
     for http in [false, true] {
         let mut server = if http {
             Server::http().await
@@ -607,5 +608,25 @@ async fn cancel_to_return_is_measured() {
             times.len()
         );
         assert!(median < 100.0, "median {median} ms");
+        results.push(format!(
+            "{{\"language\": \"Rust\", \"sdk\": \"rmcp 3.11\", \"transport\": \"{}\", \
+             \"build\": \"{}\", \"calls\": {}, \"median_ms\": {median:.3}, \"worst_ms\": {worst:.3}}}",
+            if http { "streamable HTTP" } else { "stdio" },
+            if cfg!(debug_assertions) { "debug" } else { "release" },
+            times.len()
+        ));
     }
+    write_measurement("mcp-rust", &format!("[{}]\n", results.join(", ")));
+}
+
+/// Writes `json` to `target/tethered-bench/<name>.json`, where `BENCHMARKS.md`'s generator
+/// (`crates/benchmarks/report.py`) reads it.
+fn write_measurement(name: &str, json: &str) {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        PathBuf::from,
+    );
+    let dir = target.join("tethered-bench");
+    std::fs::create_dir_all(&dir).expect("target/tethered-bench can be made");
+    std::fs::write(dir.join(format!("{name}.json")), json).expect("the measurement is written");
 }

@@ -15,6 +15,7 @@ Run: examples/mcp-python/setup.sh && examples/mcp-python/.venv/bin/python -m pyt
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -560,4 +561,16 @@ async def test_cancel_to_return_is_measured(server_log: ServerLog, capsys: pytes
             f"\nmcp-python cancel-to-return: median {median:.3f} ms, worst {worst:.3f} ms "
             f"({len(times)} calls; from the client's cancel to the native loop's return)"
         )
+    results = Path(__file__).resolve().parents[2] / "target" / "tethered-bench"
+    results.mkdir(parents=True, exist_ok=True)
+    entry = {
+        "language": "Python",
+        "sdk": f"mcp {importlib.metadata.version('mcp')}",
+        "transport": "stdio",
+        "build": "debug (maturin develop)",
+        "calls": len(times),
+        "median_ms": median,
+        "worst_ms": worst,
+    }
+    (results / "mcp-python.json").write_text(json.dumps([entry]) + "\n")
     assert median < 100, times

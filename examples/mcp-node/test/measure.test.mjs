@@ -9,11 +9,30 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import process from 'node:process';
+import { fileURLToPath } from 'node:url';
 
 import { connectHttp, spinCall, startHttpServer, startStdio, waitRunning } from './harness.mjs';
 
 const ROUNDS = 50;
+
+// Where BENCHMARKS.md's generator (crates/benchmarks/report.py) reads the results.
+const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'target', 'tethered-bench', 'mcp-node.json');
+const SDK_VERSION = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')).dependencies['@modelcontextprotocol/sdk'];
+
+/** Adds one transport's result to RESULTS (a list, one entry per transport). */
+function record(entry) {
+  let results = [];
+  try {
+    results = JSON.parse(readFileSync(RESULTS, 'utf8')).filter((r) => r.transport !== entry.transport);
+  } catch {
+    // No results yet.
+  }
+  mkdirSync(dirname(RESULTS), { recursive: true });
+  writeFileSync(RESULTS, `${JSON.stringify([...results, entry])}\n`);
+}
 
 const TRANSPORTS = {
   async stdio() {
@@ -62,6 +81,11 @@ for (const [name, open] of Object.entries(TRANSPORTS)) {
         const line = `mcp-node cancel-to-return ${name}: median ${median.toFixed(3)} ms, ` +
           `p90 ${percentile(sorted, 90).toFixed(3)} ms, worst ${worst.toFixed(3)} ms over ${ROUNDS} calls`;
         console.log(line);
+        record({
+          language: 'Node', sdk: `@modelcontextprotocol/sdk ${SDK_VERSION}`,
+          transport: name === 'http' ? 'streamable HTTP' : 'stdio', build: 'release (addon)',
+          calls: ROUNDS, median_ms: median, worst_ms: worst,
+        });
         assert.ok(sorted[0] > 0, 'the loop returned after the cancel');
         assert.ok(median < 100, line);
       } finally {

@@ -4,7 +4,8 @@
 //! does nothing unsafe.
 //!
 //! Every function that runs a native job takes the caller's `{ signal }` last, as
-//! `Option<CallOptions>`.
+//! `Option<CallOptions>`; the napi-rs `AsyncTask` versions they are compared with
+//! (`naiveSpin`, `addAsyncTask`) take a bare `AbortSignal`, as napi-rs does.
 #![allow(unsafe_code)]
 
 use std::num::NonZeroUsize;
@@ -343,4 +344,32 @@ pub fn naive_spin(max_ms: u32, signal: Option<AbortSignal>) -> AsyncTask<NaiveSp
         },
         signal,
     )
+}
+
+/// `add` as napi-rs's `AsyncTask`: `a + b` in `compute`, on libuv's pool.
+#[derive(Debug)]
+pub struct AddTask {
+    a: i32,
+    b: i32,
+}
+
+impl Task for AddTask {
+    type Output = i32;
+    type JsValue = i32;
+
+    fn compute(&mut self) -> napi::Result<i32> {
+        Ok(self.a.wrapping_add(self.b))
+    }
+
+    fn resolve(&mut self, _env: Env, sum: i32) -> napi::Result<i32> {
+        Ok(sum)
+    }
+}
+
+/// `addAsyncTask(a, b, signal?)`: `add`'s twin as `AsyncTask::with_optional_signal`, what a
+/// user of napi-rs alone writes; `crates/tethered-napi/tests/js/peers.mjs` times `add`
+/// against it.
+#[napi(ts_return_type = "Promise<number>")]
+pub fn add_async_task(a: i32, b: i32, signal: Option<AbortSignal>) -> AsyncTask<AddTask> {
+    AsyncTask::with_optional_signal(AddTask { a, b }, signal)
 }

@@ -24,9 +24,10 @@
 //! # Keeping the event loop alive
 //!
 //! The delivery's threadsafe function is weak: it alone would let the process end under a
-//! pending promise. While a promise is pending, the environment holds a second, strong one
-//! (made when the count of pending promises goes from zero to one, dropped when it goes back),
-//! as a pending `fetch` keeps its socket. A closure whose promise settled (its signal aborted)
+//! pending promise. While a promise is pending, the environment references a second, strong
+//! one (made with the environment's first pending promise; referenced when the count of
+//! pending promises goes from zero to one, unreferenced when it goes back), as a pending
+//! `fetch` keeps its socket. A closure whose promise settled (its signal aborted)
 //! keeps nothing alive: the process may end, and its teardown waits up to [`TEARDOWN_GRACE`]
 //! for such closures.
 
@@ -69,9 +70,21 @@ struct State {
     noop: FunctionRef<(), ()>,
     /// Promises of this environment still pending.
     pending: usize,
-    /// A strong threadsafe function, held while `pending` is above zero.
-    keep_alive: Option<Box<dyn Send>>,
+    /// A strong threadsafe function, made with the first pending promise and referenced while
+    /// `pending` is above zero (unreferenced, it keeps nothing alive).
+    keep_alive: Option<KeepAlive>,
 }
+
+/// The keep-alive threadsafe function: `hold(env, true)` references it (the event loop stays
+/// alive), `hold(env, false)` unreferences it. Made once per environment: making and releasing
+/// one each time the count of pending promises leaves and returns to zero (as a caller that
+/// awaits one call after another does) cost a third of such a call.
+struct KeepAlive {
+    hold: Hold,
+}
+
+/// References (`true`) or unreferences (`false`) one threadsafe function.
+type Hold = Box<dyn FnMut(&Env, bool) -> napi::Result<()> + Send>;
 
 /// What a job takes from its environment.
 pub(crate) struct Entry {
@@ -146,42 +159,80 @@ pub(crate) fn pending(env: &Env) -> napi::Result<()> {
     let first = ENVIRONMENTS.with_borrow_mut(|all| {
         all.get_mut(&key).is_some_and(|state| {
             state.pending += 1;
-            state.pending == 1 && state.keep_alive.is_none()
+            state.pending == 1
         })
     });
-    if !first {
-        return Ok(());
+    if first {
+        hold(env, key, true)?;
     }
-    let noop =
-        ENVIRONMENTS.with_borrow(|all| all.get(&key).map(|state| state.noop.borrow_back(env)));
-    let Some(noop) = noop else {
-        return Ok(());
-    };
-    let strong = noop?
-        .build_threadsafe_function::<()>()
-        .build_callback(|_: ThreadsafeCallContext<()>| Ok(()))?;
-    ENVIRONMENTS.with_borrow_mut(|all| {
-        if let Some(state) = all.get_mut(&key) {
-            state.keep_alive = Some(Box::new(strong));
-        }
-    });
     Ok(())
 }
 
 /// A promise of `env` settled: the last one lets the event loop end.
 pub(crate) fn settled(env: &Env) {
     let key = key(env);
-    let released = ENVIRONMENTS.with_borrow_mut(|all| {
-        let state = all.get_mut(&key)?;
-        state.pending = state.pending.saturating_sub(1);
-        if state.pending == 0 {
-            state.keep_alive.take()
-        } else {
-            None
+    let last = ENVIRONMENTS.with_borrow_mut(|all| {
+        all.get_mut(&key).is_some_and(|state| {
+            state.pending = state.pending.saturating_sub(1);
+            state.pending == 0
+        })
+    });
+    if last {
+        // Unreferencing cannot fail but on a closing environment, whose loop ends anyway.
+        let _ = hold(env, key, false);
+    }
+}
+
+/// References (`alive`) or unreferences the environment's keep-alive threadsafe function,
+/// making it on the first reference. Outside the thread-local's borrow: both call Node-API.
+fn hold(env: &Env, key: usize, alive: bool) -> napi::Result<()> {
+    let taken = ENVIRONMENTS.with_borrow_mut(|all| all.get_mut(&key).map(|s| s.keep_alive.take()));
+    let Some(taken) = taken else {
+        return Ok(());
+    };
+    let mut keep_alive = match taken {
+        Some(keep_alive) => keep_alive,
+        None if alive => {
+            let noop = ENVIRONMENTS
+                .with_borrow(|all| all.get(&key).map(|state| state.noop.borrow_back(env)));
+            let Some(noop) = noop else {
+                return Ok(());
+            };
+            // Made referenced: that is the hold asked for.
+            let mut strong = noop?
+                .build_threadsafe_function::<()>()
+                .build_callback(|_: ThreadsafeCallContext<()>| Ok(()))?;
+            let keep_alive = KeepAlive {
+                #[expect(
+                    deprecated,
+                    reason = "napi-rs deprecates refer/unref in favour of clone, which counts \
+                              references to the function; these toggle whether it keeps the \
+                              event loop alive (napi_ref/unref_threadsafe_function)"
+                )]
+                hold: Box::new(move |env: &Env, alive: bool| {
+                    if alive {
+                        strong.refer(env)
+                    } else {
+                        strong.unref(env)
+                    }
+                }),
+            };
+            ENVIRONMENTS.with_borrow_mut(|all| {
+                if let Some(state) = all.get_mut(&key) {
+                    state.keep_alive = Some(keep_alive);
+                }
+            });
+            return Ok(());
+        }
+        None => return Ok(()),
+    };
+    let held = (keep_alive.hold)(env, alive);
+    ENVIRONMENTS.with_borrow_mut(|all| {
+        if let Some(state) = all.get_mut(&key) {
+            state.keep_alive = Some(keep_alive);
         }
     });
-    // Outside the thread-local's borrow: releasing calls into Node-API.
-    drop(released);
+    held
 }
 
 /// The environment's first job: its cleanup hook, then its state (only once the hook is in).

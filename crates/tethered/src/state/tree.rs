@@ -342,7 +342,7 @@ impl Drop for TokenState {
         };
         // Callbacks of detached guards: their captured values are user code.
         super::drop_each(taken);
-        let mut work = Vec::new();
+        let mut work = Work::default();
         Release::push(&mut work, self, slot, parent, links, None);
         while let Some(Release { node, from }) = work.pop() {
             match from {
@@ -378,6 +378,27 @@ impl Drop for TokenState {
     }
 }
 
+/// The work list of `TokenState`'s drop: a stack whose top is held inline, so that a drop with
+/// one parent to let go of (a child token's, and each ancestor freed after it) allocates
+/// nothing; only a token with links, or a parent and links, spills into the `Vec`.
+#[derive(Default)]
+struct Work {
+    top: Option<Release>,
+    rest: Vec<Release>,
+}
+
+impl Work {
+    fn push(&mut self, release: Release) {
+        if let Some(below) = self.top.replace(release) {
+            self.rest.push(below);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Release> {
+        self.top.take().or_else(|| self.rest.pop())
+    }
+}
+
 /// A parent to let go of in `TokenState`'s drop, and what to take out of it first.
 struct Release {
     node: Arc<TokenState>,
@@ -399,17 +420,19 @@ enum From {
 impl Release {
     /// Queues a freed token's parent (with its slot) and linked parents (with their keys).
     fn push(
-        work: &mut Vec<Release>,
+        work: &mut Work,
         addr: *const TokenState,
         slot: Option<u32>,
         parent: Option<Arc<TokenState>>,
         links: Vec<super::links::Link>,
         pin: Option<Weak<TokenState>>,
     ) {
-        work.extend(links.into_iter().map(|link| Release {
-            node: link.parent,
-            from: From::Link(link.key),
-        }));
+        for link in links {
+            work.push(Release {
+                node: link.parent,
+                from: From::Link(link.key),
+            });
+        }
         if let Some(node) = parent {
             work.push(Release {
                 node,

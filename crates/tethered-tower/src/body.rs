@@ -41,12 +41,18 @@ enum Kind<B> {
 }
 
 impl<B> TokenBody<B> {
-    pub(crate) fn streaming(inner: B, source: CancelSource, deadline: Option<Instant>) -> Self {
+    /// The inner service's body, holding the request's `source` until its end. A body that is
+    /// at its end already (an empty one) is done: hyper never polls it.
+    pub(crate) fn streaming(inner: B, source: CancelSource, deadline: Option<Instant>) -> Self
+    where
+        B: Body,
+    {
+        let ended = inner.is_end_stream();
         TokenBody {
             kind: Kind::Streaming {
                 inner: Box::pin(inner),
                 stopped: source.token().cancelled(),
-                source: Some(source),
+                source: (!ended).then_some(source),
                 deadline,
             },
         }
@@ -127,7 +133,14 @@ where
                         *source = None;
                         Poll::Ready(None)
                     }
-                    Poll::Ready(Some(frame)) => Poll::Ready(Some(frame.map_err(Into::into))),
+                    Poll::Ready(Some(frame)) => {
+                        // The last frame is out when the body says so; hyper then drops it
+                        // without polling for the end, which is no hang-up.
+                        if inner.is_end_stream() {
+                            *source = None;
+                        }
+                        Poll::Ready(Some(frame.map_err(Into::into)))
+                    }
                     Poll::Pending => Poll::Pending,
                 }
             }

@@ -142,6 +142,7 @@ impl<F> ResponseFuture<F> {
 impl<F, B, E> Future for ResponseFuture<F>
 where
     F: Future<Output = Result<Response<B>, E>>,
+    B: http_body::Body,
 {
     type Output = Result<Response<TokenBody<B>>, E>;
 

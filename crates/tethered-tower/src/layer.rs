@@ -106,6 +106,7 @@ pub struct RequestTokenService<S> {
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RequestTokenService<S>
 where
     S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    ResBody: http_body::Body,
 {
     type Response = Response<TokenBody<ResBody>>;
     type Error = S::Error;

@@ -384,3 +384,62 @@ async fn a_malformed_grpc_timeout_is_refused_with_a_message_that_names_the_heade
     // The handler never ran.
     assert!(server.started.try_recv().is_err());
 }
+
+/// A response read to its end leaves the request's token as it was: hyper drops a body whose
+/// `is_end_stream` says it is done without polling it to its end, and that drop is no hang-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_read_to_its_end_cancels_nothing() {
+    use tokio::io::AsyncReadExt;
+
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let shutdown = CancelSource::new();
+    let router = Router::new()
+        .route(
+            "/ok",
+            get({
+                let kept = kept.clone();
+                move |token: RequestToken| async move {
+                    kept.lock().unwrap().push(token.into_token());
+                    "ok"
+                }
+            }),
+        )
+        .route(
+            "/empty",
+            get({
+                let kept = kept.clone();
+                move |token: RequestToken| async move {
+                    kept.lock().unwrap().push(token.into_token());
+                }
+            }),
+        )
+        .layer(RequestTokenLayer::new(&shutdown.token()));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+
+    let mut client = TcpStream::connect(address).await.unwrap();
+    for (path, end) in [("/ok", &b"\r\n\r\nok"[..]), ("/empty", &b"\r\n\r\n"[..])] {
+        for _ in 0..3 {
+            let request = format!("GET {path} HTTP/1.1\r\nhost: test\r\n\r\n");
+            client.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = Vec::new();
+            while !answer.ends_with(end) {
+                let mut byte = [0u8; 1];
+                assert_eq!(client.read(&mut byte).await.unwrap(), 1, "{answer:?}");
+                answer.push(byte[0]);
+            }
+        }
+    }
+    // Whatever the server does with a finished body, it has done it well before this.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let kept = kept.lock().unwrap();
+    assert_eq!(kept.len(), 6);
+    for token in kept.iter() {
+        assert_eq!(
+            token.reason(),
+            None,
+            "a finished response cancelled its request"
+        );
+    }
+}

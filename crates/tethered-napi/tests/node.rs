@@ -9,12 +9,11 @@
 
 #![cfg(unix)]
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use tethered_test_support::run_bounded;
 
 /// Far above what each step takes (measured on a 2-core machine: the addon's first build about
 /// 40 s, the suite about 30 s).
@@ -38,26 +37,29 @@ fn javascript_suite_passes() {
         .env("TETHERED_NAPI_ADDON", &addon)
         // The suite's closures panic on purpose: one line each on stderr, not a backtrace.
         .env("RUST_BACKTRACE", "0");
-    let (status, out) = run(&mut node, SUITE_LIMIT);
+    let done = run_bounded(&mut node, SUITE_LIMIT);
     eprintln!(
         "node --test: {} in {:.1} s",
-        describe(status),
+        done.describe(),
         started.elapsed().as_secs_f64()
     );
     assert!(
-        status.is_some_and(|s| s.success()),
-        "the JavaScript suite failed ({}):\n{out}",
-        describe(status)
+        done.success(),
+        "the JavaScript suite failed ({}):\n{}",
+        done.describe(),
+        done.out
     );
-    let passed = count(&out, "pass");
+    let passed = count(&done.out, "pass");
     assert!(
         passed.is_some_and(|n| n > 0),
-        "the JavaScript suite ran no test:\n{out}"
+        "the JavaScript suite ran no test:\n{}",
+        done.out
     );
-    assert_eq!(count(&out, "fail"), Some(0), "{out}");
+    assert_eq!(count(&done.out, "fail"), Some(0), "{}", done.out);
     eprintln!(
         "{}",
-        out.lines()
+        done.out
+            .lines()
             .filter(|l| l.starts_with('ℹ'))
             .collect::<Vec<_>>()
             .join("\n")
@@ -87,86 +89,16 @@ fn build_addon(root: &Path) -> PathBuf {
         // The outer `cargo test` may run with flags meant for it (RUSTFLAGS for a cfg, say);
         // the addon is built as a user would.
         .env_remove("RUSTFLAGS");
-    let (status, out) = run(&mut build, BUILD_LIMIT);
+    let done = run_bounded(&mut build, BUILD_LIMIT);
     assert!(
-        status.is_some_and(|s| s.success()),
-        "building the example addon failed ({}):\n{out}",
-        describe(status)
+        done.success(),
+        "building the example addon failed ({}):\n{}",
+        done.describe(),
+        done.out
     );
     let library = target.join("release").join("libtethered_napi_example.so");
     let addon = target.join("tethered_napi_example.node");
     std::fs::copy(&library, &addon)
         .unwrap_or_else(|err| panic!("copying {} failed: {err}", library.display()));
     addon
-}
-
-/// Runs `command` in a process group of its own, killed (with everything it started) after
-/// `limit`; its status (`None` when killed) and its output, stdout then stderr.
-fn run(command: &mut Command, limit: Duration) -> (Option<ExitStatus>, String) {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|err| panic!("could not start {command:?}: {err}"));
-    let readers = [
-        read_all(
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        ),
-        read_all(
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        ),
-    ];
-    let status = wait(&mut child, limit);
-    let out = readers
-        .into_iter()
-        .map(|reader| reader.join().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n");
-    (status, out)
-}
-
-fn read_all(stream: Option<Box<dyn Read + Send>>) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut stream) = stream {
-            let mut bytes = Vec::new();
-            let _ = stream.read_to_end(&mut bytes);
-            text = String::from_utf8_lossy(&bytes).into_owned();
-        }
-        text
-    })
-}
-
-fn wait(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            // The whole group: node's test runner starts a process per file.
-            let _ = Command::new("kill")
-                .args(["-KILL", &format!("-{}", child.id())])
-                .status();
-            let _ = child.wait();
-            return None;
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn describe(status: Option<ExitStatus>) -> String {
-    match status {
-        Some(status) => status.to_string(),
-        None => "killed after its time limit".to_owned(),
-    }
 }

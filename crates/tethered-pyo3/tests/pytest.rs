@@ -10,12 +10,12 @@
 
 #![cfg(unix)]
 
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use tethered_test_support::run_bounded;
 
 /// Far above what each step takes (measured: a fresh setup of four interpreters about 3 min,
 /// one run of the suite about 20 s).
@@ -31,15 +31,16 @@ fn python_suite_passes_on_every_interpreter_and_loop() {
         .expect("the crate sits in crates/ of the workspace");
 
     let setup = crate_dir.join("python").join("setup.sh");
-    let (status, out) = run(Command::new("bash").arg(&setup), SETUP_LIMIT);
+    let done = run_bounded(Command::new("bash").arg(&setup), SETUP_LIMIT);
     assert!(
-        status.is_some_and(|s| s.success()),
-        "{} failed ({}):\n{out}",
+        done.success(),
+        "{} failed ({}):\n{}",
         setup.display(),
-        describe(status)
+        done.describe(),
+        done.out
     );
     // What setup.sh left out, and why, goes to the log.
-    for line in out.lines().filter(|line| line.contains("skipped")) {
+    for line in done.out.lines().filter(|line| line.contains("skipped")) {
         let _ = writeln!(std::io::stderr(), "{line}");
     }
 
@@ -49,7 +50,11 @@ fn python_suite_passes_on_every_interpreter_and_loop() {
         .lines()
         .filter_map(|line| line.split_once(' '))
         .collect();
-    assert!(!interpreters.is_empty(), "no CPython 3.10+ found:\n{out}");
+    assert!(
+        !interpreters.is_empty(),
+        "no CPython 3.10+ found:\n{}",
+        done.out
+    );
 
     let mut matrix = Vec::new();
     let mut failures = Vec::new();
@@ -81,8 +86,9 @@ fn python_suite_passes_on_every_interpreter_and_loop() {
                 .env("TETHERED_TEST_LOOP", event_loop)
                 .env("PYTHONDONTWRITEBYTECODE", "1")
                 .env("RUST_BACKTRACE", "0");
-            let (status, out) = run(&mut pytest, SUITE_LIMIT);
-            let summary = out
+            let done = run_bounded(&mut pytest, SUITE_LIMIT);
+            let summary = done
+                .out
                 .lines()
                 .rev()
                 .find(|line| {
@@ -101,11 +107,12 @@ fn python_suite_passes_on_every_interpreter_and_loop() {
             // tests, and the matrix belongs in the log.
             let _ = writeln!(std::io::stderr(), "pytest (tethered-pyo3): {cell}");
             matrix.push(cell);
-            if !status.is_some_and(|s| s.success()) {
+            if !done.success() {
                 failures.push(format!(
                     "Python {version} with {event_loop} failed ({}; exit code 5 means no test \
-                     ran):\n{out}",
-                    describe(status)
+                     ran):\n{}",
+                    done.describe(),
+                    done.out
                 ));
             }
         }
@@ -116,64 +123,4 @@ fn python_suite_passes_on_every_interpreter_and_loop() {
         matrix.join("\n")
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-}
-
-/// Runs `command` to the end or until `limit`, killing it then; its exit status (`None` if it
-/// was killed) and everything it printed, stdout then stderr.
-fn run(command: &mut Command, limit: Duration) -> (Option<ExitStatus>, String) {
-    let mut child = command
-        .process_group(0) // so that a kill reaches pip, maturin or pytest's children too
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|err| panic!("could not start {command:?}: {err}"));
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let status = wait(&mut child, limit);
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    let mut out = stdout;
-    if !stderr.is_empty() {
-        out.push_str("\n--- stderr ---\n");
-        out.push_str(&stderr);
-    }
-    if status.is_none() {
-        out.push_str(&format!("\n--- killed after {limit:?} ---\n"));
-    }
-    (status, out)
-}
-
-fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
-
-fn wait(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(50)),
-            _ => {
-                let group = format!("-{}", child.id());
-                let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-}
-
-fn describe(status: Option<ExitStatus>) -> String {
-    match status {
-        Some(status) => status.to_string(),
-        None => "killed: it ran too long".to_owned(),
-    }
 }

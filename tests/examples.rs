@@ -423,6 +423,11 @@ fn leak_demo_rejects_bad_arguments_with_a_message_and_exit_code_2() {
 /// Sends `GET path` and reads the whole answer (the server closes after it).
 #[cfg(unix)]
 fn get(address: &str, path: &str) -> std::io::Result<String> {
+    get_then(address, path, || ())
+}
+
+/// [`get`], calling `sent` once the request is written.
+fn get_then(address: &str, path: &str, sent: impl FnOnce()) -> std::io::Result<String> {
     use std::io::Write;
     let mut stream = std::net::TcpStream::connect(address)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -430,6 +435,7 @@ fn get(address: &str, path: &str) -> std::io::Result<String> {
         stream,
         "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     )?;
+    sent();
     let mut answer = String::new();
     stream.read_to_string(&mut answer)?;
     Ok(answer)
@@ -465,9 +471,22 @@ fn server_sigterm_under_load_exits_within_the_deadline_and_names_the_stuck_job()
     let stuck_address = address.clone();
     clients.push(std::thread::spawn(move || get(&stuck_address, "/stuck")));
     std::thread::sleep(Duration::from_millis(100)); // the stuck job takes its slot first
+    let (sent_tx, sent) = std::sync::mpsc::channel();
     for _ in 0..19 {
         let address = address.clone();
-        clients.push(std::thread::spawn(move || get(&address, "/work/300")));
+        let sent_tx = sent_tx.clone();
+        clients.push(std::thread::spawn(move || {
+            get_then(&address, "/work/300", move || {
+                let _ = sent_tx.send(());
+            })
+        }));
+    }
+    // Every request written (on a loaded machine a client thread can start late), then time for
+    // the server to read them: a connection whose request the server has not read yet is idle
+    // to hyper, and a graceful shutdown closes it unanswered, as any HTTP server would.
+    for _ in 0..19 {
+        sent.recv_timeout(Duration::from_secs(10))
+            .expect("every client sends its request");
     }
     std::thread::sleep(Duration::from_millis(200));
 

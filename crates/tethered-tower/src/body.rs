@@ -125,6 +125,16 @@ where
                 // take a cut-short stream for a whole one.
                 if let Poll::Ready(reason) = Pin::new(stopped).poll(cx) {
                     *source = None;
+                    // A body that is whole already (it has ended, or its next frame is its
+                    // last) was made by work that had finished: it goes out. Only a stream
+                    // still being made is cut short.
+                    match inner.as_mut().poll_frame(cx) {
+                        Poll::Ready(None) => return Poll::Ready(None),
+                        Poll::Ready(Some(frame)) if inner.is_end_stream() => {
+                            return Poll::Ready(Some(frame.map_err(Into::into)));
+                        }
+                        _ => {}
+                    }
                     return Poll::Ready(Some(Err(Box::new(BodyStopped { reason }))));
                 }
                 match inner.as_mut().poll_frame(cx) {
@@ -188,5 +198,50 @@ impl<B> fmt::Debug for TokenBody<B> {
             Kind::Message(_) => "message",
         };
         f.debug_struct("TokenBody").field("kind", &kind).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+
+    use http_body::{Body, Frame};
+    use http_body_util::{Full, StreamBody};
+    use tethered::{CancelReason, CancelSource};
+
+    use super::{Bytes, TokenBody};
+
+    /// A whole body whose request is stopped before its first poll (a shutdown right after the
+    /// handler answered) still goes out: only a stream still being made is cut short.
+    #[test]
+    fn a_whole_body_goes_out_even_if_the_request_stops_before_it_is_polled() {
+        let server = CancelSource::new();
+        let request = server.token().child();
+        let whole = Full::new(Bytes::from_static(b"done"));
+        let mut body = TokenBody::streaming(whole, request, None);
+        server.cancel(CancelReason::Shutdown);
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut body).poll_frame(&mut cx) else {
+            panic!("the whole body was cut short");
+        };
+        assert_eq!(frame.into_data().ok().as_deref(), Some(&b"done"[..]));
+        assert!(body.is_end_stream());
+    }
+
+    /// A stream still being made is cut short with the reason.
+    #[test]
+    fn a_stream_still_being_made_is_cut_short() {
+        let server = CancelSource::new();
+        let request = server.token().child();
+        let frames = futures_util::stream::pending::<Result<Frame<Bytes>, Infallible>>();
+        let mut body = TokenBody::streaming(StreamBody::new(frames), request, None);
+        server.cancel(CancelReason::Shutdown);
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Ready(Some(Err(err))) = Pin::new(&mut body).poll_frame(&mut cx) else {
+            panic!("the stream was not cut short");
+        };
+        assert!(err.to_string().contains("cut short"), "{err}");
     }
 }

@@ -14,8 +14,12 @@
 //!
 //! ```text
 //!  (not started) ──a job comes, fewer workers than the size──▶ Running ──queue empty──▶ Parked
-//!  Parked ──a job comes──▶ Running                     (workers never exit)
+//!  Parked ──a job comes, told to wake──▶ Running      (workers never exit)
 //! ```
+//!
+//! A parked worker told to wake counts as parked until it has taken the lock again: the next
+//! job must not count on it too (two jobs pushed at once would both wake the one parked worker,
+//! and the second would wait behind the first's whole run, with threads to spare).
 
 use std::collections::VecDeque;
 use std::num::NonZeroUsize;
@@ -64,18 +68,27 @@ struct Queue {
     tasks: VecDeque<Runnable>,
     /// Workers started.
     workers: usize,
-    /// Workers parked, waiting for a task.
+    /// Workers parked, waiting for a task (including those told to wake that have not yet
+    /// taken the lock again).
     parked: usize,
+    /// Parked workers told to wake (one per job pushed for them), not yet awake: at most
+    /// `parked`, or fewer after a spurious wake-up (which then only wakes one more than needed).
+    waking: usize,
 }
 
 impl Pool {
     fn new() -> Pool {
+        Pool::with_size(std::thread::available_parallelism().map_or(4, NonZeroUsize::get))
+    }
+
+    fn with_size(size: usize) -> Pool {
         Pool {
-            size: std::thread::available_parallelism().map_or(4, NonZeroUsize::get),
+            size,
             state: Mutex::new(Queue {
                 tasks: VecDeque::new(),
                 workers: 0,
                 parked: 0,
+                waking: 0,
             }),
             ready: Condvar::new(),
         }
@@ -85,7 +98,9 @@ impl Pool {
         let start_one = {
             let mut queue = sync::lock(&self.state);
             queue.tasks.push_back(task);
-            if queue.parked > 0 {
+            if queue.parked > queue.waking {
+                // A parked worker nobody has woken yet takes it.
+                queue.waking += 1;
                 self.ready.notify_one();
                 false
             } else if queue.workers < self.size {
@@ -128,6 +143,7 @@ impl Pool {
                         .wait(queue)
                         .unwrap_or_else(|poisoned| poisoned.into_inner());
                     queue.parked -= 1;
+                    queue.waking = queue.waking.saturating_sub(1);
                 }
             };
             // The core catches a closure's panic (or aborts, by the job's policy); anything
@@ -136,5 +152,60 @@ impl Pool {
                 tethered::bridge::drop_contained(panic);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A test's own pool, as the addon's [`DefaultPool`] spawner hands jobs to the static one.
+    #[derive(Clone, Copy)]
+    struct On(&'static Pool);
+
+    impl Spawner for On {
+        fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
+            self.0.push(task)
+        }
+    }
+
+    fn parked(pool: &Pool) -> usize {
+        sync::lock(&pool.state).parked
+    }
+
+    /// With one worker parked and room for more, two jobs pushed back to back both run at once:
+    /// the second does not count on the worker the first woke.
+    #[test]
+    fn two_jobs_pushed_at_once_beside_one_parked_worker_both_run() {
+        let pool: &'static Pool = Box::leak(Box::new(Pool::with_size(2)));
+        let first = tethered::spawn(JobOptions::new().on(On(pool)), |_| ()).unwrap();
+        first.join_blocking().unwrap();
+        let until = Instant::now() + Duration::from_secs(5);
+        while parked(pool) == 0 {
+            assert!(Instant::now() < until, "the first worker never parked");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (started, starts) = mpsc::channel();
+        let jobs: Vec<_> = (0..2)
+            .map(|_| {
+                let started = started.clone();
+                tethered::spawn(JobOptions::new().on(On(pool)), move |token| {
+                    started.send(()).unwrap();
+                    // Runs until cancelled: the other job can only run beside it.
+                    token.wait_timeout(Duration::from_secs(30));
+                })
+                .unwrap()
+            })
+            .collect();
+        for _ in 0..2 {
+            starts
+                .recv_timeout(Duration::from_secs(5))
+                .expect("a job waited in the queue while the pool had room for it");
+        }
+        // Dropping a handle cancels its job.
+        drop(jobs);
     }
 }

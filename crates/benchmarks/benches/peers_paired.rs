@@ -215,6 +215,15 @@ fn paired_sync(
     }
 }
 
+/// The time `op` takes `units` times over.
+fn timed(units: u32, mut op: impl FnMut()) -> Duration {
+    let start = Instant::now();
+    for _ in 0..units {
+        op();
+    }
+    start.elapsed()
+}
+
 /// How many rounds: many when measuring, two for `cargo test --benches`'s smoke pass.
 #[derive(Clone, Copy)]
 struct Budget {
@@ -336,20 +345,8 @@ fn children(budget: Budget, case: &'static str, live: usize) -> Row {
         warm_up,
         rounds,
         BATCH,
-        || {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                drop(black_box(parent_token.child()));
-            }
-            start.elapsed()
-        },
-        || {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                drop(black_box(peer_parent.child_token()));
-            }
-            start.elapsed()
-        },
+        || timed(BATCH, || drop(black_box(parent_token.child()))),
+        || timed(BATCH, || drop(black_box(peer_parent.child_token()))),
     );
     drop((kept, peer_kept));
     row
@@ -373,20 +370,8 @@ fn any_of(budget: Budget) -> Row {
         warm_up,
         rounds,
         BATCH,
-        || {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                drop(black_box(CancelSource::any_of([&a, &b])));
-            }
-            start.elapsed()
-        },
-        || {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                drop(black_box(peer_parent.child_token()));
-            }
-            start.elapsed()
-        },
+        || timed(BATCH, || drop(black_box(CancelSource::any_of([&a, &b])))),
+        || timed(BATCH, || drop(black_box(peer_parent.child_token()))),
     );
     row
 }
@@ -438,6 +423,17 @@ fn cat_pool() -> tethered_process::Pool {
         .expect("a pool of cat")
 }
 
+/// One turn on a `cat` worker: `line` out, and what came back.
+async fn echo(pool: &tethered_process::Pool, line: &'static str) -> String {
+    pool.run(move |worker| {
+        worker.send_line(line)?;
+        worker.read_line()
+    })
+    .await
+    .expect("the turn ran")
+    .expect("cat answered")
+}
+
 async fn pool_turn(budget: Budget) -> Row {
     const BATCH: u32 = 32;
     let mut row = Row::new(
@@ -464,14 +460,7 @@ async fn pool_turn(budget: Budget) -> Row {
             let start = Instant::now();
             for _ in 0..BATCH {
                 if variant == 0 {
-                    let answer = pool
-                        .run(|worker| {
-                            worker.send_line("ping")?;
-                            worker.read_line()
-                        })
-                        .await
-                        .expect("the turn ran")
-                        .expect("cat answered");
+                    let answer = echo(&pool, "ping").await;
                     assert_eq!(answer.trim_end(), "ping");
                 } else {
                     stdin.write_all(b"ping\n").await.expect("cat reads");
@@ -500,13 +489,7 @@ async fn pool_replace(budget: Budget) -> String {
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         // Warm: a worker is up and has served a turn.
-        pool.run(|worker| {
-            worker.send_line("warm")?;
-            worker.read_line()
-        })
-        .await
-        .expect("the turn ran")
-        .expect("cat answered");
+        echo(&pool, "warm").await;
         // A turn that waits for a line that never comes, given up on.
         let mut stuck = Box::pin(pool.run(|worker| worker.read_line()));
         tokio::select! {
@@ -515,14 +498,7 @@ async fn pool_replace(budget: Budget) -> String {
         }
         let dropped = Instant::now();
         drop(stuck);
-        let answer = pool
-            .run(|worker| {
-                worker.send_line("next")?;
-                worker.read_line()
-            })
-            .await
-            .expect("the next turn ran")
-            .expect("cat answered");
+        let answer = echo(&pool, "next").await;
         samples.push(dropped.elapsed().as_secs_f64() * 1e3);
         assert_eq!(answer.trim_end(), "next");
     }

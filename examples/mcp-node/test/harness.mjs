@@ -126,6 +126,29 @@ export async function connectHttp(url) {
   return { client, transport };
 }
 
+/**
+ * Each transport's way to reach a fresh server: `open()` gives its `client`, its `stderr` lines,
+ * and `close()`, which ends the client and the server.
+ */
+export const TRANSPORTS = {
+  async stdio() {
+    const s = await startStdio();
+    return { client: s.client, stderr: s.stderr, close: () => s.client.close() };
+  },
+  async http() {
+    const server = await startHttpServer();
+    const { client } = await connectHttp(server.url);
+    return {
+      client,
+      stderr: server.stderr,
+      async close() {
+        await client.close();
+        await server.stop();
+      },
+    };
+  },
+};
+
 /** The `running` tool's N. */
 export async function running(client) {
   const result = await client.callTool({ name: 'running', arguments: {} });

@@ -5,28 +5,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { connectHttp, spinCall, startHttpServer, startStdio, waitRunning } from './harness.mjs';
+import { TRANSPORTS, spinCall, waitRunning } from './harness.mjs';
 
 const CALLS = 200;
-
-const TRANSPORTS = {
-  async stdio() {
-    const s = await startStdio();
-    return { client: s.client, stderr: s.stderr, close: () => s.client.close() };
-  },
-  async http() {
-    const server = await startHttpServer();
-    const { client } = await connectHttp(server.url);
-    return {
-      client,
-      stderr: server.stderr,
-      async close() {
-        await client.close();
-        await server.stop();
-      },
-    };
-  },
-};
 
 for (const [name, open] of Object.entries(TRANSPORTS)) {
   describe(`${name}: ${CALLS} concurrent calls`, () => {

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 
-import { connectHttp, spinCall, startHttpServer, startStdio, waitRunning } from './harness.mjs';
+import { TRANSPORTS, spinCall, waitRunning } from './harness.mjs';
 
 const ROUNDS = 50;
 
@@ -33,25 +33,6 @@ function record(entry) {
   mkdirSync(dirname(RESULTS), { recursive: true });
   writeFileSync(RESULTS, `${JSON.stringify([...results, entry])}\n`);
 }
-
-const TRANSPORTS = {
-  async stdio() {
-    const s = await startStdio();
-    return { client: s.client, stderr: s.stderr, close: () => s.client.close() };
-  },
-  async http() {
-    const server = await startHttpServer();
-    const { client } = await connectHttp(server.url);
-    return {
-      client,
-      stderr: server.stderr,
-      async close() {
-        await client.close();
-        await server.stop();
-      },
-    };
-  },
-};
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];

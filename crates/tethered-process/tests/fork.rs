@@ -1,7 +1,8 @@
 //! After `fork()` (gunicorn's preload, `multiprocessing`'s fork, a daemonising service) the
-//! supervisor thread and the timer thread do not exist in the child. A child that starts and
-//! cancels a child process, or arms a deadline, must get working machinery of its own, not a
-//! silent hang. Each test forks for real, after both threads ran in the parent.
+//! supervisor thread, the timer thread and `ThreadSpawner`'s idle threads do not exist in the
+//! child. A child that starts and cancels a child process, arms a deadline, or starts a job on
+//! a thread must get working machinery of its own, not a silent hang. Each test forks for real,
+//! after the threads ran in the parent.
 
 #![cfg(unix)]
 
@@ -10,7 +11,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use tethered::{CancelReason, CancelSource, Tethered};
+use tethered::{AbortableNative, CancelReason, CancelSource, Tethered};
 use tethered_process::Process;
 use tethered_test_support::in_forked_child;
 
@@ -100,4 +101,25 @@ fn a_forked_child_can_drop_a_deadline_armed_before_the_fork() {
         code(&[fired == Some(CancelReason::Timeout)])
     });
     assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_forked_child_runs_thread_jobs_though_its_parent_had_idle_threads() {
+    // A job's thread waits a few seconds for the next job: the parent has one idle now.
+    AbortableNative::spawn(|_| ()).join_blocking().unwrap();
+    let code = in_forked_child(Duration::from_secs(20), move || {
+        // Handed to the parent's idle thread (a ghost here), it would never run.
+        let job = AbortableNative::spawn(|_| ());
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(job.join_blocking().ok());
+        });
+        let Ok(ran_on) = done.recv_timeout(Duration::from_secs(10)) else {
+            return 91;
+        };
+        code(&[ran_on.is_some()])
+    });
+    assert_eq!(code, Some(0), "a thread job never ran in the forked child");
+    // And the parent's own jobs run on.
+    assert_eq!(AbortableNative::spawn(|_| 7).join_blocking().ok(), Some(7));
 }

@@ -47,7 +47,7 @@ pub const SIGNAL_CHECK: Duration = Duration::from_millis(20);
 
 /// Runs `f` on a native thread while the calling thread waits for it, so that Ctrl-C stops
 /// a synchronous call: for a plain (not `async`) `#[pyfunction]`. It is
-/// [`run_native_with`]`(py, JobOptions::new(), f)`: a new thread, no deadline, a call that waits
+/// [`run_native_with`]`(py, JobOptions::new(), f)`: a thread of its own, no deadline, a call that waits
 /// for `f` to return.
 ///
 /// The calling thread waits with the GIL released (other Python threads run) and runs
@@ -100,7 +100,8 @@ where
 ///   [`stats()`](tethered::stats)`.detached` until then). Unset, it waits as long as `f`
 ///   takes; a second Ctrl-C raises at once either way.
 /// - `name`, `child_of`, `panic`, and the placement (`on` a spawner, `in_scope`): as for every
-///   job; unplaced, `f` runs on a new thread.
+///   job; unplaced, `f` runs on a thread of its own
+///   ([`tethered::ThreadSpawner`]'s).
 ///
 /// # Errors
 ///

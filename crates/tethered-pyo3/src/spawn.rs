@@ -17,7 +17,7 @@ use crate::into_py_result::IntoPyResult;
 /// starts when this is called, not at the coroutine's first step; a cancel before that step
 /// still reaches it.
 ///
-/// - `f` runs on a new thread, without the GIL. It is counted in [`tethered::stats()`] until
+/// - `f` runs on a thread of its own ([`tethered::ThreadSpawner`]'s), without the GIL. It is counted in [`tethered::stats()`] until
 ///   it returns.
 /// - Awaiting it gives `f`'s value converted to Python ([`IntoPyResult`]); an `Err` from `f` is
 ///   raised as that exception; a panic in `f` raises pyo3's `PanicException` with the panic
@@ -80,7 +80,7 @@ where
 ///   coroutine's future (`CancelledError` with the reason).
 /// - `name`, `panic`, and the placement: `on` a [`Spawner`](tethered::Spawner) (a pool),
 ///   `in_scope` a [`NativeScope`](tethered::NativeScope) (bounded, cancelled and reported
-///   with its other jobs); unplaced, a new thread.
+///   with its other jobs); unplaced, a thread of its own.
 ///
 /// # Errors
 ///

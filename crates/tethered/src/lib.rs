@@ -155,6 +155,9 @@ mod error;
 mod group;
 mod job;
 mod job_id;
+#[cfg(tethered_loom)]
+#[doc(hidden)]
+pub mod loom;
 mod native;
 mod options;
 mod panic;
@@ -170,6 +173,7 @@ mod state;
 mod stats;
 mod sync;
 pub mod testing;
+mod thread_cache;
 mod thread_name;
 mod timer;
 mod token;

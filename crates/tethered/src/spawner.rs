@@ -1,4 +1,4 @@
-//! [`Spawner`]: how a job reaches a native thread; [`ThreadSpawner`], one thread per job.
+//! [`Spawner`]: how a job reaches a native thread; [`ThreadSpawner`], a thread per job at once.
 
 use crate::sync::Arc;
 use std::fmt;
@@ -8,7 +8,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::contain::{drop_payload, panic_message};
 use crate::job::RunJob;
 use crate::spawn_error::SpawnError;
+#[cfg(tethered_loom)]
 use crate::sync::thread;
+#[cfg(not(tethered_loom))]
+use crate::{bridge::PerProcess, thread_cache::ThreadCache};
 
 /// Puts a [`Runnable`] on a native thread.
 ///
@@ -164,10 +167,17 @@ impl fmt::Debug for Runnable {
     }
 }
 
-/// Runs each job on a new named `std` thread: the runtime-agnostic [`Spawner`].
+/// Runs each job on a named `std` thread of its own: the runtime-agnostic [`Spawner`].
 ///
 /// The thread is named after the job ([`JobOptions::name`](crate::JobOptions::name)), or else
 /// after the spawner ([`ThreadSpawner::name`]), or else [`ThreadSpawner::DEFAULT_THREAD_NAME`].
+///
+/// Every job starts at once, however many run: none waits for another's thread. A thread whose
+/// job returned waits a few seconds for another job that would get the same name and stack
+/// size, and runs it instead of a new thread starting (a thread costs tens of microseconds to
+/// start, more than a short job). So a job may find thread-locals an earlier job on its thread
+/// left; a job that needs a pristine thread starts one itself (see [`Spawner`]'s example).
+/// Idle threads end by themselves and never keep the process alive.
 ///
 /// ```
 /// use tethered::{JobOptions, ThreadSpawner};
@@ -214,14 +224,26 @@ impl Spawner for ThreadSpawner {
             .name()
             .or(self.name.as_deref())
             .unwrap_or(Self::DEFAULT_THREAD_NAME);
-        let mut builder = thread::Builder::new().name(name.to_owned());
-        if let Some(bytes) = self.stack_size {
-            builder = builder.stack_size(bytes);
+        #[cfg(not(tethered_loom))]
+        {
+            // Fork-safe: a forked child's first job starts its own cache, empty.
+            static CACHE: PerProcess<Arc<ThreadCache>> =
+                PerProcess::new(|| Arc::new(ThreadCache::new()));
+            let name = name.to_owned();
+            CACHE.get().spawn(&name, self.stack_size, task)
         }
-        // Dropping the `JoinHandle` detaches the thread; the job's handle is how callers join.
-        builder
-            .spawn(move || task.run())
-            .map(drop)
-            .map_err(SpawnError::Thread)
+        // Under loom a `static` cannot hold loom primitives: a thread per job, none kept (the
+        // cache is modelled on its own, in `loom-tests/tests/thread_cache.rs`).
+        #[cfg(tethered_loom)]
+        {
+            let mut builder = thread::Builder::new().name(name.to_owned());
+            if let Some(bytes) = self.stack_size {
+                builder = builder.stack_size(bytes);
+            }
+            builder
+                .spawn(move || task.run())
+                .map(drop)
+                .map_err(SpawnError::Thread)
+        }
     }
 }

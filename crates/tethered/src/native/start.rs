@@ -16,8 +16,8 @@ use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
 use crate::sync::Arc;
 use crate::token::{CancelSource, CancelToken};
 
-/// Starts `f` where `options` place it, and returns its handle: on a new thread of its own
-/// ([`Unplaced`](crate::Unplaced), the default here), through a [`Spawner`]
+/// Starts `f` where `options` place it, and returns its handle: on a thread of its own
+/// ([`Unplaced`](crate::Unplaced), the default here: [`ThreadSpawner`]'s), through a [`Spawner`]
 /// ([`JobOptions::on`]), or in a [`NativeScope`](crate::NativeScope) ([`JobOptions::in_scope`]),
 /// with every other option honoured. Each runtime adapter's `spawn_native_with` takes the same
 /// options and runs an unplaced job on its runtime's blocking pool instead.
@@ -301,7 +301,7 @@ where
 }
 
 impl<T: Send + 'static> AbortableNative<T> {
-    /// Runs `f` on a new `std` thread of its own: a thread per job, the shortcut for
+    /// Runs `f` on a `std` thread of its own ([`ThreadSpawner`]'s): a thread per job, the shortcut for
     /// [`spawn`]`(JobOptions::new(), f)` as `std::thread::spawn` is for `thread::Builder`.
     ///
     /// For a program with no async runtime, a test, or a few long jobs. A server, or anything

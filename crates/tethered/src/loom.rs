@@ -1,0 +1,46 @@
+//! What the loom models in `loom-tests/` drive beyond the public API: [`ThreadSpawner`]'s
+//! thread cache, which under loom no `static` can hold, and the faults their negative controls
+//! put back. Built only under `--cfg tethered_loom`; not part of the API.
+//!
+//! [`ThreadSpawner`]: crate::ThreadSpawner
+
+use crate::spawn_error::SpawnError;
+use crate::spawner::{Runnable, Spawner};
+use crate::sync::Arc;
+use crate::thread_cache::ThreadCache;
+
+/// A [`Spawner`] on a thread cache of its own: every job gets a thread called `name`, a
+/// waiting one if there is one. A thread's keep-alive passes as soon as it waits.
+#[derive(Clone)]
+#[allow(missing_debug_implementations)]
+pub struct ModelThreadCache {
+    cache: Arc<ThreadCache>,
+    name: &'static str,
+}
+
+impl ModelThreadCache {
+    /// An empty cache whose threads are called `name`.
+    pub fn new(name: &'static str) -> Self {
+        ModelThreadCache {
+            cache: Arc::new(ThreadCache::new()),
+            name,
+        }
+    }
+
+    /// How many threads wait for a job now.
+    pub fn idle(&self) -> usize {
+        self.cache.idle()
+    }
+}
+
+impl Spawner for ModelThreadCache {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
+        self.cache.spawn(self.name, None, task)
+    }
+}
+
+/// Whether the loom build under test runs with the fault `name` put back (named by
+/// `TETHERED_LOOM_FAULT`), so a model's negative control can show that it finds the bug.
+pub(crate) fn put_back(name: &str) -> bool {
+    std::env::var("TETHERED_LOOM_FAULT").is_ok_and(|fault| fault == name)
+}

@@ -1,0 +1,337 @@
+//! The threads of [`ThreadSpawner`](crate::ThreadSpawner), kept for a while after their job for
+//! the next job that would get the same thread.
+//!
+//! Starting a thread costs tens of microseconds (a `clone`, a stack mapped and unmapped), more
+//! than a short job itself: a Python or JavaScript caller that awaits one small native call
+//! after another paid it on every call. So a thread whose job returned waits up to
+//! [`KEEP_ALIVE`] for another job, and a spawner hands its job to such a thread before it
+//! starts a new one. Only a thread that a new thread could not be told apart from is reused: one
+//! with the same name and stack size. [`std::thread::current`] reads the same name either way,
+//! and nothing holds more threads at once than thread-per-job would; what a reused thread keeps
+//! is its thread-locals.
+//!
+//! Each waiting thread has one [`Seat`], found through the cache's list of idle seats by name
+//! and stack size, the most recently idle first (so the others reach their keep-alive and go).
+//!
+//! # States of a seat
+//!
+//! ```text
+//!  Waiting ──a spawner hands it a job──▶ Handed ──its thread takes the job──▶ (runs it) ──▶ Waiting
+//!  Waiting ──the keep-alive passes──▶ Gone            (its thread ends; a spawner that
+//!                                                      still finds the seat tries the next)
+//! ```
+//!
+//! A seat is in the idle list exactly while its thread is between jobs; the spawner that
+//! takes it out of the list is the only one that may hand it a job, and the thread that
+//! finds its keep-alive over takes itself out, under the seat's lock: so a job handed to a
+//! seat is always run, and a seat handed nothing never keeps its thread.
+//!
+//! The cache is per process ([`PerProcess`](crate::bridge::PerProcess)): a forked child starts
+//! its own, without its parent's threads. Under `--cfg tethered_loom` a `static` cannot hold
+//! loom primitives, so the cache serves only the loom models (which make their own), and a
+//! keep-alive there passes at once: every order of a hand-off against a thread leaving is
+//! explored.
+
+use std::collections::HashMap;
+use std::time::Duration;
+#[cfg(not(tethered_loom))]
+use std::time::Instant;
+
+use crate::spawn_error::SpawnError;
+use crate::spawner::Runnable;
+use crate::sync::{self, Arc, Condvar, Mutex};
+
+/// How long a thread waits for another job after its own.
+#[cfg(not(tethered_loom))]
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// Idle threads, by stack size (`None`: the default) and name.
+pub(crate) struct ThreadCache {
+    idle: Mutex<HashMap<Option<usize>, ByName>>,
+}
+
+/// The seats of the idle threads of one stack size, by name, the most recently idle last.
+type ByName = HashMap<Arc<str>, Vec<Arc<Seat>>>;
+
+/// Where a thread between jobs waits for the next one.
+struct Seat {
+    state: Mutex<SeatState>,
+    handed: Condvar,
+}
+
+enum SeatState {
+    /// In the idle list, its thread waiting.
+    Waiting,
+    /// Taken out of the list by a spawner, which left this job for its thread.
+    Handed(Runnable),
+    /// Its thread found the keep-alive over and ends.
+    Gone,
+}
+
+impl ThreadCache {
+    /// A cache with no thread yet.
+    pub(crate) fn new() -> Self {
+        ThreadCache {
+            idle: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs `task` on an idle thread called `name` with `stack_size`, or on a new one.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::Thread`] if a new thread was needed and the OS refused it.
+    pub(crate) fn spawn(
+        self: &Arc<Self>,
+        name: &str,
+        stack_size: Option<usize>,
+        task: Runnable,
+    ) -> Result<(), SpawnError> {
+        let mut task = task;
+        while let Some(seat) = self.take_idle(name, stack_size) {
+            match seat.hand(task) {
+                Ok(()) => return Ok(()),
+                // Its thread is leaving: the next seat, or a new thread.
+                Err(refused) => task = refused,
+            }
+        }
+        let name: Arc<str> = Arc::from(name);
+        let mut builder = sync::thread::Builder::new().name(name.to_string());
+        if let Some(bytes) = stack_size {
+            builder = builder.stack_size(bytes);
+        }
+        let cache = Arc::clone(self);
+        // Dropping the `JoinHandle` detaches the thread; the job's handle is how callers join.
+        builder
+            .spawn(move || {
+                task.run();
+                cache.serve(&name, stack_size);
+            })
+            .map(drop)
+            .map_err(SpawnError::Thread)
+    }
+
+    /// The most recently idle seat of a thread called `name` with `stack_size`, out of the list.
+    fn take_idle(&self, name: &str, stack_size: Option<usize>) -> Option<Arc<Seat>> {
+        let mut idle = sync::lock(&self.idle);
+        let by_name = idle.get_mut(&stack_size)?;
+        let seats = by_name.get_mut(name)?;
+        let seat = seats.pop();
+        if seats.is_empty() {
+            by_name.remove(name);
+        }
+        seat
+    }
+
+    /// A thread's life after its first job: waits for the next job, runs it, and again, until
+    /// the keep-alive passes with nothing handed to it.
+    fn serve(&self, name: &Arc<str>, stack_size: Option<usize>) {
+        let seat = Arc::new(Seat {
+            state: Mutex::new(SeatState::Waiting),
+            handed: Condvar::new(),
+        });
+        loop {
+            sync::lock(&self.idle)
+                .entry(stack_size)
+                .or_default()
+                .entry(Arc::clone(name))
+                .or_default()
+                .push(Arc::clone(&seat));
+            match seat.wait() {
+                Some(task) => task.run(),
+                None => {
+                    self.forget(&seat, name, stack_size);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes a seat whose thread is leaving out of the list, if no spawner has yet.
+    fn forget(&self, seat: &Arc<Seat>, name: &str, stack_size: Option<usize>) {
+        let mut idle = sync::lock(&self.idle);
+        let Some(by_name) = idle.get_mut(&stack_size) else {
+            return;
+        };
+        let Some(seats) = by_name.get_mut(name) else {
+            return;
+        };
+        seats.retain(|other| !Arc::ptr_eq(other, seat));
+        if seats.is_empty() {
+            by_name.remove(name);
+        }
+        if by_name.is_empty() {
+            idle.remove(&stack_size);
+        }
+    }
+
+    /// How many threads wait for a job now.
+    #[cfg(any(test, tethered_loom))]
+    pub(crate) fn idle(&self) -> usize {
+        sync::lock(&self.idle)
+            .values()
+            .flat_map(HashMap::values)
+            .map(Vec::len)
+            .sum()
+    }
+}
+
+impl Seat {
+    /// Leaves `task` for this seat's thread, or gives it back if the thread is leaving.
+    fn hand(&self, task: Runnable) -> Result<(), Runnable> {
+        let mut state = sync::lock(&self.state);
+        match *state {
+            SeatState::Waiting => {
+                *state = SeatState::Handed(task);
+                self.handed.notify_one();
+                Ok(())
+            }
+            // The fault the loom model's negative control puts back: a job left for a thread
+            // that has left is never run.
+            #[cfg(tethered_loom)]
+            SeatState::Gone if crate::loom::put_back("thread_cache_hand_to_gone") => {
+                *state = SeatState::Handed(task);
+                Ok(())
+            }
+            // Taken out of the list by one spawner only: never handed twice.
+            SeatState::Handed(_) | SeatState::Gone => Err(task),
+        }
+    }
+
+    /// The job handed to this seat, or `None` (the seat is then `Gone`) once the keep-alive
+    /// passed without one.
+    fn wait(&self) -> Option<Runnable> {
+        let mut state = sync::lock(&self.state);
+        #[cfg(not(tethered_loom))]
+        let until = Instant::now() + KEEP_ALIVE;
+        loop {
+            if let SeatState::Handed(_) = *state {
+                let SeatState::Handed(task) = std::mem::replace(&mut *state, SeatState::Waiting)
+                else {
+                    unreachable!("matched just above");
+                };
+                return Some(task);
+            }
+            #[cfg(not(tethered_loom))]
+            let left = until.saturating_duration_since(Instant::now());
+            // Under loom the keep-alive passes at once (loom's condvar never times out).
+            #[cfg(tethered_loom)]
+            let left = Duration::ZERO;
+            if left.is_zero() {
+                *state = SeatState::Gone;
+                return None;
+            }
+            state = self
+                .handed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
+    }
+}
+
+#[cfg(all(test, not(tethered_loom)))]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::{JobOptions, Spawner};
+
+    /// Hands jobs to a test's own cache.
+    struct On(Arc<ThreadCache>, &'static str);
+
+    impl Spawner for On {
+        fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
+            self.0.spawn(self.1, None, task)
+        }
+    }
+
+    fn thread_of(cache: &Arc<ThreadCache>, name: &'static str) -> std::thread::ThreadId {
+        crate::spawn(JobOptions::new().on(On(Arc::clone(cache), name)), |_| {
+            std::thread::current().id()
+        })
+        .unwrap()
+        .join_blocking()
+        .unwrap()
+    }
+
+    fn wait_idle(cache: &ThreadCache, count: usize) {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while cache.idle() != count {
+            assert!(
+                std::time::Instant::now() < until,
+                "{} idle, not {count}",
+                cache.idle()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_thread_runs_the_next_job_of_its_name_and_no_other() {
+        let cache = Arc::new(ThreadCache::new());
+        let first = thread_of(&cache, "render");
+        wait_idle(&cache, 1);
+        assert_eq!(
+            thread_of(&cache, "render"),
+            first,
+            "the idle thread was not reused"
+        );
+        wait_idle(&cache, 1);
+        // Another name gets a thread of its own (which `current().name()` tells apart).
+        assert_ne!(thread_of(&cache, "encode"), first);
+        wait_idle(&cache, 2);
+    }
+
+    #[test]
+    fn an_idle_thread_ends_once_its_keep_alive_passed() {
+        let cache = Arc::new(ThreadCache::new());
+        thread_of(&cache, "brief");
+        wait_idle(&cache, 1);
+        let until = std::time::Instant::now() + KEEP_ALIVE + Duration::from_secs(10);
+        while cache.idle() > 0 {
+            assert!(
+                std::time::Instant::now() < until,
+                "an idle thread outlived its keep-alive"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Its seat left the list with it: the next job gets a new thread, which runs it.
+        thread_of(&cache, "brief");
+        assert!(
+            sync::lock(&cache.idle).len() <= 1,
+            "the emptied lists were kept"
+        );
+    }
+
+    #[test]
+    fn jobs_at_once_each_get_a_thread() {
+        let cache = Arc::new(ThreadCache::new());
+        let (started, starts) = mpsc::channel();
+        let jobs: Vec<_> = (0..4)
+            .map(|_| {
+                let started = started.clone();
+                crate::spawn(
+                    JobOptions::new().on(On(Arc::clone(&cache), "job")),
+                    move |token| {
+                        started.send(std::thread::current().id()).unwrap();
+                        token.wait_timeout(Duration::from_secs(30));
+                    },
+                )
+                .unwrap()
+            })
+            .collect();
+        let mut threads: Vec<_> = (0..4)
+            .map(|_| {
+                starts
+                    .recv_timeout(Duration::from_secs(5))
+                    .expect("a job waited")
+            })
+            .collect();
+        threads.sort_unstable_by_key(|id| format!("{id:?}"));
+        threads.dedup();
+        assert_eq!(threads.len(), 4);
+        drop(jobs);
+        wait_idle(&cache, 4);
+    }
+}

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCFunction;
 use tethered::{AbortableNative, CancelReason, CancelToken, Cause, JobOptions, Placement};
 
+use crate::delivery::{self, Call};
 use crate::event_loop::{loop_token, running_loop};
 use crate::exit;
 use crate::glue::{Stop, glue};
@@ -46,8 +47,8 @@ where
             let event_loop = running_loop(py)?;
             let loop_token = loop_token(py, &event_loop)?;
             let future = event_loop.call_method0("create_future")?;
-            let job = start(options, f)?;
-            let link = Link::tie(py, job, &loop_token, &future)?;
+            let (job, call) = start(options, f)?;
+            let link = Link::tie(py, job, call, &loop_token, &future)?;
             glue.call
                 .bind(py)
                 .call1((future, cancel_function(py, link)?))
@@ -55,8 +56,8 @@ where
         Some("trio") => {
             let exit = exit::exit_token(py)?;
             let state = glue.trio_state.bind(py).call0()?;
-            let job = start(options, f)?;
-            let link = Link::tie_trio(py, job, &exit, &state)?;
+            let (job, call) = start(options, f)?;
+            let link = Link::tie_trio(py, job, call, &exit, &state)?;
             glue.trio_wait
                 .bind(py)
                 .call1((state, cancel_function(py, link)?))
@@ -69,18 +70,22 @@ where
     }
 }
 
-/// Spawns the job whose closure's value the delivery converts under the GIL.
-fn start<P, F, R, M>(options: JobOptions<P>, f: F) -> PyResult<AbortableNative<Convert>>
+/// Spawns the job whose closure's value the delivery converts under the GIL, and numbers the
+/// call, so that its outcome can be delivered on the thread that ran the closure.
+fn start<P, F, R, M>(options: JobOptions<P>, f: F) -> PyResult<(AbortableNative<Convert>, Call)>
 where
     P: Placement,
     F: FnOnce(CancelToken) -> R + Send + 'static,
     R: IntoPyResult<M>,
 {
-    tethered::spawn(options, move |token| -> Convert {
+    let call = Call::next();
+    let job = tethered::spawn(options, move |token| -> Convert {
         let value = f(token);
+        delivery::closure_returned(call);
         Box::new(move |py: Python<'_>| value.into_py_result(py))
     })
-    .map_err(|err| PyRuntimeError::new_err(format!("the native job did not start: {err}")))
+    .map_err(|err| PyRuntimeError::new_err(format!("the native job did not start: {err}")))?;
+    Ok((job, call))
 }
 
 /// `cancel(stop, message or None)`: what the awaitable calls when its awaiter is cancelled.

@@ -38,9 +38,13 @@
 //!         return await sandbox.run(script)
 //! ```
 //!
-//! No Rust async runtime is involved: the job runs on a [`tethered::Spawner`] (a new thread by
-//! default), its outcome is delivered with `loop.call_soon_threadsafe`, and the future's done
-//! callback carries the cancel back.
+//! No Rust async runtime is involved: the job runs on a [`tethered::Spawner`] (by default a
+//! thread of its own, [`tethered::ThreadSpawner`]'s), its outcome is delivered with
+//! `loop.call_soon_threadsafe`, and the future's done callback carries the cancel back. The
+//! thread that ran the closure converts its value under the GIL and hands it to the loop, as
+//! `asyncio.to_thread`'s worker does (so a pool thread may wait for the GIL before its next
+//! job); a job that a cancel finished before it ran is handed over by a thread of the crate's
+//! own, never by the thread that cancelled it, which may hold locks the GIL's holder waits for.
 //!
 //! The same functions work under trio (directly or as anyio's backend), chosen at each call:
 //! the call waits in `trio.lowlevel.wait_task_rescheduled`, whose abort callback cancels the
@@ -52,7 +56,7 @@
 //! [`spawn_native_with`] and [`run_native_with`] take the family's one options value,
 //! [`JobOptions`], and honour every option: `name`, `timeout` or `deadline` (`TimeoutError`),
 //! `grace` (how long a cancelled caller waits for the closure; zero: not at all), `child_of`,
-//! `panic`, and the placement (`on` a spawner, `in_scope`; a new thread when unplaced).
+//! `panic`, and the placement (`on` a spawner, `in_scope`; a thread of its own when unplaced).
 //! [`spawn_native`] and [`run_native`] are the same with `JobOptions::new()`.
 //!
 //! A cancelled caller waits for the closure to return, as anyio's and trio's

@@ -5,14 +5,15 @@
 //!   awaiter cancelled ──▶ cancel(stop, msg) ──▶ abort.cancel(reason, cause) ──▶ token.is_cancelled()
 //!   fut freed unsettled ──▶ callback dropped ──▶ abort.cancel(Dropped)
 //!   loop closed / interpreter exit ──▶ loop token ──▶ abort.cancel(Shutdown)
-//!   resolve(fut, ..) ◀── loop.call_soon_threadsafe ◀── delivery thread ◀── waker: handle ready
+//!   resolve(fut, ..) ◀── loop.call_soon_threadsafe ◀── job thread or delivery thread ◀── waker: handle ready
 //! ```
 //!
 //! The job's [`AbortableNative`] handle, in the link's [`Tie`] (its state apart from Python),
 //! is polled with a waker that is the link itself: the core wakes it from the thread that
-//! finished the job, which polls again and takes the result; the crate's delivery thread
-//! (`delivery.rs`) converts it under the GIL and hands it to the loop, so no waking thread
-//! ever takes the GIL.
+//! finished the job, which polls again and takes the result. It is converted under the GIL and
+//! handed to the loop on the job's own thread if that thread has just run the closure, else on
+//! the crate's delivery thread (`delivery.rs`): a thread that finished the job by cancelling it
+//! never takes the GIL.
 //!
 //! # Invariants
 //!
@@ -33,7 +34,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyWeakrefMethods, PyWeakrefReference};
 use tethered::{AbortableNative, CancelReason, CancelToken, Cause, NativeError};
 
-use crate::delivery;
+use crate::delivery::{self, Call};
 use crate::exit;
 use crate::glue::glue;
 use crate::outcome::{self, Convert};
@@ -43,6 +44,8 @@ use crate::tie::Tie;
 pub(crate) struct Link {
     tie: Tie<Convert>,
     target: Target,
+    /// The call's number: its outcome is delivered on the thread marked with it, if any.
+    call: Call,
 }
 
 /// Where the outcome goes.
@@ -63,12 +66,14 @@ impl Link {
     pub(crate) fn tie(
         py: Python<'_>,
         job: AbortableNative<Convert>,
+        call: Call,
         loop_token: &CancelToken,
         future: &Bound<'_, PyAny>,
     ) -> PyResult<Arc<Link>> {
         let link = Arc::new(Link {
             tie: Tie::new(job, loop_token),
             target: Target::Future(PyWeakrefReference::new(future)?.unbind()),
+            call,
         });
         let on_done = CancelOnDrop(link.clone());
         let callback = PyCFunction::new_closure(
@@ -84,7 +89,8 @@ impl Link {
             },
         )?;
         future.call_method1("add_done_callback", (callback,))?;
-        link.poll();
+        // On the caller's thread, under the GIL: a job that finished already is delivered here.
+        link.poll(true);
         Ok(link)
     }
 
@@ -94,6 +100,7 @@ impl Link {
     pub(crate) fn tie_trio(
         py: Python<'_>,
         job: AbortableNative<Convert>,
+        call: Call,
         exit_token: &CancelToken,
         state: &Bound<'_, PyAny>,
     ) -> PyResult<Arc<Link>> {
@@ -103,6 +110,7 @@ impl Link {
                 state: PyWeakrefReference::new(state)?.unbind(),
                 token: state.getattr("token")?.unbind(),
             },
+            call,
         });
         let on_free = CancelOnDrop(link.clone());
         let tether = PyCFunction::new_closure(
@@ -115,7 +123,8 @@ impl Link {
             },
         )?;
         state.setattr("tether", tether)?;
-        link.poll();
+        // On the caller's thread, under the GIL: a job that finished already is delivered here.
+        link.poll(true);
         Ok(link)
     }
 
@@ -124,16 +133,18 @@ impl Link {
         self.tie.cancel(reason, cause);
     }
 
-    /// Polls the job; once it is ready, hands its outcome to the delivery thread.
-    fn poll(self: &Arc<Self>) {
+    /// Polls the job; once it is ready, delivers its outcome here if this thread may take the
+    /// GIL (`attached`: the caller's thread, which holds it, as the call ties the job; or the
+    /// thread that has just run the closure), else on the delivery thread.
+    fn poll(self: &Arc<Self>, attached: bool) {
         let waker = Waker::from(self.clone());
         let Some(result) = self.tie.poll(&waker) else {
             return;
         };
-        // Not here: this may be a thread of the application's that cancelled the job, and it
-        // must not take the GIL (see `delivery.rs`).
+        // Anywhere else, this may be a thread of the application's that cancelled the job, and
+        // it must not take the GIL (see `delivery.rs`).
         let link = self.clone();
-        delivery::deliver(Box::new(move || link.deliver(result)));
+        delivery::deliver(self.call, attached, Box::new(move || link.deliver(result)));
     }
 
     fn deliver(&self, result: Result<Convert, NativeError<Convert>>) {
@@ -220,11 +231,11 @@ fn deliver_to_trio(
 
 impl Wake for Link {
     fn wake(self: Arc<Self>) {
-        self.poll();
+        self.poll(false);
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        self.poll();
+        self.poll(false);
     }
 }
 

@@ -2,6 +2,7 @@
 awaiting coroutine then gets the closure's value, or a CancelledError for a job that never ran."""
 
 import asyncio
+import threading
 
 import pytest
 import tethered_example as ext
@@ -73,6 +74,47 @@ async def test_a_cancel_on_a_rust_thread_never_takes_the_gil_there():
     assert holding.cancel_then_take_the_lock(5.0), "the cancelling thread waited for the GIL"
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(fut, 10)
+
+
+def _os_thread_name():
+    """The calling thread's name as the OS has it (15 bytes at most), which Rust threads set."""
+    with open(f"/proc/self/task/{threading.get_native_id()}/comm", encoding="utf-8") as comm:
+        return comm.read().strip()
+
+
+async def test_an_outcome_is_handed_to_the_loop_by_the_thread_that_ran_the_closure_and_never_by_a_canceller():
+    # The thread that has just run the closure hands its outcome to the loop itself (one hop
+    # less); a job that finished before the call returned, by the caller's thread; a job that
+    # a cancel on another thread finished before it ran, by the crate's own delivery thread,
+    # never by the thread that cancelled.
+    loop = asyncio.get_running_loop()
+    senders = []
+    original = loop.call_soon_threadsafe
+
+    def recording(callback, *args, **kwargs):
+        if getattr(callback, "__name__", "") == "resolve":
+            senders.append(_os_thread_name())
+        return original(callback, *args, **kwargs)
+
+    loop.call_soon_threadsafe = recording
+    try:
+        # Still running when the call returns: it finishes on its own thread.
+        assert await ext.sleep(0.05, "slept") == "slept"
+        # Finished when the call returns (its parent was cancelled: it never ran).
+        cancelled = ext.Parent()
+        cancelled.cancel("too late")
+        with pytest.raises(asyncio.CancelledError, match="too late"):
+            await ext.spin_child_of(cancelled, ext.Probe())
+        # Finished by a cancel on a Rust thread of the application's.
+        parent = ext.Parent()
+        fut = ext.queued_child_of(parent)
+        holding = ext.cancel_on_a_rust_thread_holding_a_lock(parent)
+        assert holding.cancel_then_take_the_lock(5.0)
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(fut, 10)
+    finally:
+        del loop.call_soon_threadsafe
+    assert senders == ["tethered-native", _os_thread_name(), "tethered-pyo3-d"]
 
 
 async def outcome(call):

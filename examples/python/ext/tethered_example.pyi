@@ -6,6 +6,7 @@ Every function that runs a native job returns the coroutine tethered-pyo3 makes
 starts at the call; cancelling the task that awaits it cancels the job.
 """
 
+import asyncio
 from collections.abc import Coroutine
 from typing import Any, Literal, TypedDict, TypeVar
 
@@ -33,6 +34,10 @@ def run_script(source: str, max_steps: int | None = None) -> Coroutine[Any, Any,
 
 def stats() -> Stats: ...
 def add(a: int, b: int) -> Coroutine[Any, Any, int]: ...
+def add_tokio(a: int, b: int) -> asyncio.Future[int]:
+    """The benchmark's peer of `add`: pyo3-async-runtimes over tokio's `spawn_blocking`. A
+    cancelled await does not stop the native closure."""
+
 def echo(value: _T) -> Coroutine[Any, Any, _T]: ...
 def fail(message: str) -> Coroutine[Any, Any, None]: ...
 def stop_iteration(message: str) -> Coroutine[Any, Any, None]: ...

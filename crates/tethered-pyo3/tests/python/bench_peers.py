@@ -12,11 +12,11 @@ module without optimizations (maturin's default); numbers to publish want a rele
 the latency a coroutine awaits: a call to a trivial native job until its result is back on the
 loop.
 `tethered_example.add(a, b)` (a tethered job) against
-1. `asyncio.to_thread(operator.add, a, b)`, and
-2. `loop.run_in_executor(None, operator.add, a, b)` (the loop's default executor, which
+1. `tethered_example.add_tokio(a, b)`: pyo3-async-runtimes' `future_into_py` over tokio's
+   `spawn_blocking` (the same module, so both sides pay the same call into it);
+2. `asyncio.to_thread(operator.add, a, b)`; and
+3. `loop.run_in_executor(None, operator.add, a, b)` (the loop's default executor, which
    `to_thread` uses too, without copying the context).
-pyo3-async-runtimes with tokio's `spawn_blocking` is not measured: it would need a second
-extension module built on it.
 
 Pairing: under `asyncio.run`, after warm-up rounds, each round times a batch of B calls of each
 side, each call awaited before the next (one in flight: the latency, not the throughput),
@@ -102,6 +102,11 @@ def run_in_executor(a, b):
 
 
 ROWS = [
+    (
+        "await a native call",
+        "pyo3-async-runtimes `future_into_py` + tokio `spawn_blocking`",
+        ext.add_tokio,
+    ),
     ("await a native call", "`asyncio.to_thread(operator.add, …)`", to_thread),
     ("await a native call", "`loop.run_in_executor(None, operator.add, …)`", run_in_executor),
 ]
@@ -138,8 +143,7 @@ async def main(rounds, size):
         f"{size} awaits one after another per batch and side, order alternating each round, "
         f"{WARMUP_ROUNDS} warm-up rounds; the default executor has up to {workers} threads; "
         f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{type(loop).__module__}.{type(loop).__name__}; tethered_example from {module}; "
-        "pyo3-async-runtimes + spawn_blocking not measured (it needs a second extension module)"
+        f"{type(loop).__module__}.{type(loop).__name__}; tethered_example from {module}"
     )
     print(f"{rounds} rounds of {size} awaited calls per side ({notes})")
     results = []

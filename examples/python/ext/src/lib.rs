@@ -1,6 +1,7 @@
 //! The example extension module of `tethered-pyo3`, `tethered_example`: a sandbox interpreter
 //! whose runs stop when the asyncio task awaiting them is cancelled, `spin_seconds` for the MCP
-//! example server (`examples/mcp-python`), and the probes the pytest suite
+//! example server (`examples/mcp-python`), `add_tokio` (the benchmark's pyo3-async-runtimes
+//! peer), and the probes the pytest suite
 //! (`crates/tethered-pyo3/tests/python`) drives.
 //!
 //! Build it into the project's virtualenv with `crates/tethered-pyo3/python/setup.sh`.
@@ -9,6 +10,7 @@
 
 mod jobs;
 mod naive;
+mod peers;
 mod probe;
 mod sandbox;
 mod spin_seconds;
@@ -20,6 +22,7 @@ fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sandbox::run_script, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::stats, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::add, m)?)?;
+    m.add_function(wrap_pyfunction!(peers::add_tokio, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::echo, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::fail, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::stop_iteration, m)?)?;

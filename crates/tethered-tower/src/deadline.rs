@@ -4,11 +4,15 @@
 
 use std::time::{Duration, Instant};
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use tethered::{CancelReason, CancelToken};
 
 /// The header's name.
 pub const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// [`GRPC_TIMEOUT`] as a name made once: looking a `&str` up parses and checks it on every
+/// request.
+static GRPC_TIMEOUT_NAME: HeaderName = HeaderName::from_static(GRPC_TIMEOUT);
 
 /// The most digits the header's value may have (gRPC's `TimeoutValue`).
 const MAX_DIGITS: usize = 8;
@@ -37,7 +41,7 @@ const MAX_DIGITS: usize = 8;
 /// # Ok::<(), tethered_tower::InvalidGrpcTimeout>(())
 /// ```
 pub fn parse_grpc_timeout(headers: &HeaderMap) -> Result<Option<Duration>, InvalidGrpcTimeout> {
-    let Some(value) = headers.get(GRPC_TIMEOUT) else {
+    let Some(value) = headers.get(&GRPC_TIMEOUT_NAME) else {
         return Ok(None);
     };
     let invalid = || InvalidGrpcTimeout {

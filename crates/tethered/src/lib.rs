@@ -152,6 +152,8 @@ mod completer;
 mod contain;
 mod deferred;
 mod error;
+#[cfg(tethered_loom)]
+mod fault;
 mod group;
 mod job;
 mod job_id;

@@ -1,6 +1,6 @@
 //! What the loom models in `loom-tests/` drive beyond the public API: [`ThreadSpawner`]'s
-//! thread cache, which under loom no `static` can hold, and the faults their negative controls
-//! put back. Built only under `--cfg tethered_loom`; not part of the API.
+//! thread cache, which under loom no `static` can hold. Built only under `--cfg tethered_loom`;
+//! not part of the API.
 //!
 //! [`ThreadSpawner`]: crate::ThreadSpawner
 
@@ -37,10 +37,4 @@ impl Spawner for ModelThreadCache {
     fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
         self.cache.spawn(self.name, None, task)
     }
-}
-
-/// Whether the loom build under test runs with the fault `name` put back (named by
-/// `TETHERED_LOOM_FAULT`), so a model's negative control can show that it finds the bug.
-pub(crate) fn put_back(name: &str) -> bool {
-    std::env::var("TETHERED_LOOM_FAULT").is_ok_and(|fault| fault == name)
 }

@@ -189,7 +189,7 @@ impl Seat {
             // The fault the loom model's negative control puts back: a job left for a thread
             // that has left is never run.
             #[cfg(tethered_loom)]
-            SeatState::Gone if crate::loom::put_back("thread_cache_hand_to_gone") => {
+            SeatState::Gone if crate::fault::put_back("thread_cache_hand_to_gone") => {
                 *state = SeatState::Handed(task);
                 Ok(())
             }

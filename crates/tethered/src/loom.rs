@@ -35,6 +35,6 @@ impl ModelThreadCache {
 
 impl Spawner for ModelThreadCache {
     fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
-        self.cache.spawn(self.name, None, task)
+        self.cache.spawn(self.name, None, true, task)
     }
 }

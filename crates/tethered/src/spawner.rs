@@ -176,8 +176,10 @@ impl fmt::Debug for Runnable {
 /// job returned waits a few seconds for another job that would get the same name and stack
 /// size, and runs it instead of a new thread starting (a thread costs tens of microseconds to
 /// start, more than a short job). So a job may find thread-locals an earlier job on its thread
-/// left; a job that needs a pristine thread starts one itself (see [`Spawner`]'s example).
-/// Idle threads end by themselves and never keep the process alive.
+/// left; a job that needs a pristine thread starts one itself (see [`Spawner`]'s example). A
+/// thread named after its own job ([`JobOptions::name`](crate::JobOptions::name)) is not kept:
+/// job names are often unique. Idle threads end by themselves and never keep the process
+/// alive.
 ///
 /// ```
 /// use tethered::{JobOptions, ThreadSpawner};
@@ -229,8 +231,10 @@ impl Spawner for ThreadSpawner {
             // Fork-safe: a forked child's first job starts its own cache, empty.
             static CACHE: PerProcess<Arc<ThreadCache>> =
                 PerProcess::new(|| Arc::new(ThreadCache::new()));
+            // A thread named after its job is not kept (job names are often unique).
+            let keep = task.name().is_none();
             let name = name.to_owned();
-            CACHE.get().spawn(&name, self.stack_size, task)
+            CACHE.get().spawn(&name, self.stack_size, keep, task)
         }
         // Under loom a `static` cannot hold loom primitives: a thread per job, none kept (the
         // cache is modelled on its own, in `loom-tests/tests/thread_cache.rs`).

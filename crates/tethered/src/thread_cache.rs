@@ -10,6 +10,10 @@
 //! and nothing holds more threads at once than thread-per-job would; what a reused thread keeps
 //! is its thread-locals.
 //!
+//! A thread named after its job ([`JobOptions::name`](crate::JobOptions::name)) is not kept:
+//! job names are often unique (a request's id), and a thread waiting for a job of the same
+//! name would wait for nothing.
+//!
 //! Each waiting thread has one [`Seat`], found through the cache's list of idle seats by name
 //! and stack size, the most recently idle first (so the others reach their keep-alive and go).
 //!
@@ -76,7 +80,8 @@ impl ThreadCache {
         }
     }
 
-    /// Runs `task` on an idle thread called `name` with `stack_size`, or on a new one.
+    /// Runs `task` on an idle thread called `name` with `stack_size`, or on a new one, which
+    /// waits for the next such job once `task` returned if `keep`, else ends.
     ///
     /// # Errors
     ///
@@ -85,14 +90,17 @@ impl ThreadCache {
         self: &Arc<Self>,
         name: &str,
         stack_size: Option<usize>,
+        keep: bool,
         task: Runnable,
     ) -> Result<(), SpawnError> {
         let mut task = task;
-        while let Some(seat) = self.take_idle(name, stack_size) {
-            match seat.hand(task) {
-                Ok(()) => return Ok(()),
-                // Its thread is leaving: the next seat, or a new thread.
-                Err(refused) => task = refused,
+        if keep {
+            while let Some(seat) = self.take_idle(name, stack_size) {
+                match seat.hand(task) {
+                    Ok(()) => return Ok(()),
+                    // Its thread is leaving: the next seat, or a new thread.
+                    Err(refused) => task = refused,
+                }
             }
         }
         let name: Arc<str> = Arc::from(name);
@@ -100,12 +108,14 @@ impl ThreadCache {
         if let Some(bytes) = stack_size {
             builder = builder.stack_size(bytes);
         }
-        let cache = Arc::clone(self);
+        let cache = keep.then(|| Arc::clone(self));
         // Dropping the `JoinHandle` detaches the thread; the job's handle is how callers join.
         builder
             .spawn(move || {
                 task.run();
-                cache.serve(&name, stack_size);
+                if let Some(cache) = cache {
+                    cache.serve(&name, stack_size);
+                }
             })
             .map(drop)
             .map_err(SpawnError::Thread)
@@ -242,7 +252,7 @@ mod tests {
 
     impl Spawner for On {
         fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
-            self.0.spawn(self.1, None, task)
+            self.0.spawn(self.1, None, true, task)
         }
     }
 
@@ -281,6 +291,28 @@ mod tests {
         // Another name gets a thread of its own (which `current().name()` tells apart).
         assert_ne!(thread_of(&cache, "encode"), first);
         wait_idle(&cache, 2);
+    }
+
+    #[test]
+    fn a_thread_not_kept_ends_with_its_job() {
+        let cache = Arc::new(ThreadCache::new());
+        let job = crate::spawn(JobOptions::new().on(Once(Arc::clone(&cache))), |_| ()).unwrap();
+        job.join_blocking().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            cache.idle(),
+            0,
+            "a thread that was not to be kept waits for a job"
+        );
+    }
+
+    /// Hands jobs to a test's own cache, not to be kept.
+    struct Once(Arc<ThreadCache>);
+
+    impl Spawner for Once {
+        fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
+            self.0.spawn("once", None, false, task)
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use futures_executor::block_on;
 use support::{ClosedSpawner, FailingSpawner, InlineSpawner, QueueSpawner};
 use tethered::{
-    AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, SpawnError, Tethered,
-    ThreadSpawner,
+    AbortableNative, CancelReason, CancelSource, JobOptions, NativeError, OnSpawner, SpawnError,
+    Tethered, ThreadSpawner,
 };
 
 fn assert_send_sync_unpin<T: Send + Sync + Unpin + 'static>(_: &T) {}
@@ -424,6 +424,44 @@ fn thread_spawner_names_its_threads() {
     )
     .unwrap();
     assert_eq!(job.join_blocking().unwrap().as_deref(), Some("interp-7"));
+}
+
+#[test]
+fn thread_spawner_reuses_a_finished_jobs_thread_but_not_one_named_after_its_job() {
+    // A spawner name of this test's own: no other test's job can take its idle threads.
+    let spawner = ThreadSpawner::new().name("reuse-probe");
+    let thread_of = |options: JobOptions<OnSpawner>| {
+        tethered::spawn(options, |_| thread::current().id())
+            .unwrap()
+            .join_blocking()
+            .unwrap()
+    };
+    // A finished job's thread waits for the next job: one of the next ones runs on a thread
+    // seen before (each try gives the first thread a moment more to start waiting).
+    let mut seen = vec![thread_of(JobOptions::new().on(spawner.clone()))];
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        thread::sleep(Duration::from_millis(10));
+        let id = thread_of(JobOptions::new().on(spawner.clone()));
+        if seen.contains(&id) {
+            break;
+        }
+        assert!(Instant::now() < until, "no thread was reused in 20 s");
+        seen.push(id);
+    }
+    // A thread named after its job is not kept: every such job gets a new one.
+    let named: Vec<_> = (0..5)
+        .map(|_| {
+            thread::sleep(Duration::from_millis(10));
+            thread_of(JobOptions::new().name("named-probe").on(spawner.clone()))
+        })
+        .collect();
+    for (i, id) in named.iter().enumerate() {
+        assert!(
+            !named[..i].contains(id),
+            "a job-named thread ran a second job"
+        );
+    }
 }
 
 #[test]

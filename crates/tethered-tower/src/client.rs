@@ -11,7 +11,7 @@ use tethered::{CancelReason, CancelToken, Cause, WaitCancelled};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::deadline::{GRPC_TIMEOUT, grpc_timeout, parse_grpc_timeout};
+use crate::deadline::{GRPC_TIMEOUT_NAME, grpc_timeout, parse_grpc_timeout};
 use crate::error::BoxError;
 use crate::future::Protocol;
 use crate::token::RequestToken;
@@ -115,7 +115,9 @@ where
                 .is_none_or(|header| left < header)
             && let Some(value) = grpc_timeout(&token)
         {
-            request.headers_mut().insert(GRPC_TIMEOUT, value);
+            request
+                .headers_mut()
+                .insert(GRPC_TIMEOUT_NAME.clone(), value);
         }
         CallFuture::new(self.inner.call(request), Some(&token), protocol)
     }

@@ -10,9 +10,9 @@ use tethered::{CancelReason, CancelToken};
 /// The header's name.
 pub const GRPC_TIMEOUT: &str = "grpc-timeout";
 
-/// [`GRPC_TIMEOUT`] as a name made once: looking a `&str` up parses and checks it on every
-/// request.
-static GRPC_TIMEOUT_NAME: HeaderName = HeaderName::from_static(GRPC_TIMEOUT);
+/// [`GRPC_TIMEOUT`] as a name made once: looking a `&str` up, or inserting under one, parses
+/// and checks it on every request.
+pub(crate) static GRPC_TIMEOUT_NAME: HeaderName = HeaderName::from_static(GRPC_TIMEOUT);
 
 /// The most digits the header's value may have (gRPC's `TimeoutValue`).
 const MAX_DIGITS: usize = 8;

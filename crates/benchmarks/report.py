@@ -797,7 +797,7 @@ def write_report():
         "thread instead of cloning it on the pool thread: no change. None of them moved the "
         "handle's drop path clearly enough to pay for its memory or its extra state.")
     out.append(
-        "- **A job's thread serves the next job** (`thread_cache.rs`): `ThreadSpawner`, "
+        "- **A job's thread serves the next job** (`thread_spawner.rs`): `ThreadSpawner`, "
         "where an unplaced job of the core or of tethered-pyo3 runs, keeps a thread whose job "
         "returned for 5 s and hands it the next job that would get the same name and stack "
         "size. pyo3, one short call awaited after another: 121 µs → 104 µs per call "

@@ -7,7 +7,7 @@
 use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner};
 use crate::sync::Arc;
-use crate::thread_cache::ThreadCache;
+use crate::thread_spawner::ThreadCache;
 
 /// A [`Spawner`] on a thread cache of its own: every job gets a thread called `name`, a
 /// waiting one if there is one. A thread's keep-alive passes as soon as it waits.

@@ -1,4 +1,4 @@
-//! [`Spawner`]: how a job reaches a native thread; [`ThreadSpawner`], a thread per job at once.
+//! [`Spawner`]: how a job reaches a native thread, and the [`Runnable`] it hands one.
 
 use crate::sync::Arc;
 use std::fmt;
@@ -8,15 +8,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::contain::{drop_payload, panic_message};
 use crate::job::RunJob;
 use crate::spawn_error::SpawnError;
-#[cfg(tethered_loom)]
-use crate::sync::thread;
-#[cfg(not(tethered_loom))]
-use crate::{bridge::PerProcess, thread_cache::ThreadCache};
 
 /// Puts a [`Runnable`] on a native thread.
 ///
 /// One implementation per runtime lives in its adapter crate (`tethered-tokio`,
-/// `tethered-smol`, `tethered-async-std`); [`ThreadSpawner`] is the runtime-agnostic default.
+/// `tethered-smol`, `tethered-async-std`); [`ThreadSpawner`](crate::ThreadSpawner) is the runtime-agnostic default.
 ///
 /// A spawner must either run the task (call [`Runnable::run`] exactly once, on a thread where
 /// blocking is fine) or drop it. Dropping it is always safe: the job then finishes with
@@ -130,7 +126,7 @@ impl Runnable {
     }
 
     /// The job's name, if it was given one with [`JobOptions::name`](crate::JobOptions::name).
-    /// [`ThreadSpawner`] names the thread after it; on any other pool the job renames its
+    /// [`ThreadSpawner`](crate::ThreadSpawner) names the thread after it; on any other pool the job renames its
     /// thread while it runs.
     pub fn name(&self) -> Option<&str> {
         self.job.as_ref().and_then(|job| job.name())
@@ -164,90 +160,5 @@ impl fmt::Debug for Runnable {
         f.debug_struct("Runnable")
             .field("name", &self.name())
             .finish_non_exhaustive()
-    }
-}
-
-/// Runs each job on a named `std` thread of its own: the runtime-agnostic [`Spawner`].
-///
-/// The thread is named after the job ([`JobOptions::name`](crate::JobOptions::name)), or else
-/// after the spawner ([`ThreadSpawner::name`]), or else [`ThreadSpawner::DEFAULT_THREAD_NAME`].
-///
-/// Every job starts at once, however many run: none waits for another's thread. A thread whose
-/// job returned waits a few seconds for another job that would get the same name and stack
-/// size, and runs it instead of a new thread starting (a thread costs tens of microseconds to
-/// start, more than a short job). So a job may find thread-locals an earlier job on its thread
-/// left; a job that needs a pristine thread starts one itself (see [`Spawner`]'s example). A
-/// thread named after its own job ([`JobOptions::name`](crate::JobOptions::name)) is not kept:
-/// job names are often unique. Idle threads end by themselves and never keep the process
-/// alive.
-///
-/// ```
-/// use tethered::{JobOptions, ThreadSpawner};
-///
-/// let spawner = ThreadSpawner::new().name("sandbox");
-/// let job = tethered::spawn(JobOptions::new().on(spawner), |_token| {
-///     std::thread::current().name().map(str::to_owned)
-/// })
-/// .unwrap();
-/// assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox"));
-/// ```
-#[derive(Clone, Debug, Default)]
-pub struct ThreadSpawner {
-    name: Option<Arc<str>>,
-    stack_size: Option<usize>,
-}
-
-impl ThreadSpawner {
-    /// The name its threads get when none is set.
-    pub const DEFAULT_THREAD_NAME: &'static str = "tethered-native";
-
-    /// A spawner with default thread names ([`DEFAULT_THREAD_NAME`](Self::DEFAULT_THREAD_NAME))
-    /// and the default stack size.
-    pub fn new() -> Self {
-        ThreadSpawner::default()
-    }
-
-    /// Names the threads it starts.
-    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// Sets the stack size of the threads it starts, in bytes.
-    pub fn stack_size(mut self, bytes: usize) -> Self {
-        self.stack_size = Some(bytes);
-        self
-    }
-}
-
-impl Spawner for ThreadSpawner {
-    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
-        let name = task
-            .name()
-            .or(self.name.as_deref())
-            .unwrap_or(Self::DEFAULT_THREAD_NAME);
-        #[cfg(not(tethered_loom))]
-        {
-            // Fork-safe: a forked child's first job starts its own cache, empty.
-            static CACHE: PerProcess<Arc<ThreadCache>> =
-                PerProcess::new(|| Arc::new(ThreadCache::new()));
-            // A thread named after its job is not kept (job names are often unique).
-            let keep = task.name().is_none();
-            let name = name.to_owned();
-            CACHE.get().spawn(&name, self.stack_size, keep, task)
-        }
-        // Under loom a `static` cannot hold loom primitives: a thread per job, none kept (the
-        // cache is modelled on its own, in `loom-tests/tests/thread_cache.rs`).
-        #[cfg(tethered_loom)]
-        {
-            let mut builder = thread::Builder::new().name(name.to_owned());
-            if let Some(bytes) = self.stack_size {
-                builder = builder.stack_size(bytes);
-            }
-            builder
-                .spawn(move || task.run())
-                .map(drop)
-                .map_err(SpawnError::Thread)
-        }
     }
 }

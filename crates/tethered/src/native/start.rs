@@ -12,8 +12,9 @@ use crate::options::{Deadline, ExternalPlacement, JobOptions, Place, Placement};
 use crate::reason::CancelReason;
 use crate::scope::{Dispatch, NativeScope, ScopeState};
 use crate::spawn_error::SpawnError;
-use crate::spawner::{Runnable, Spawner, ThreadSpawner, submit};
+use crate::spawner::{Runnable, Spawner, submit};
 use crate::sync::Arc;
+use crate::thread_spawner::ThreadSpawner;
 use crate::token::{CancelSource, CancelToken};
 
 /// Starts `f` where `options` place it, and returns its handle: on a thread of its own

@@ -75,9 +75,10 @@ use crate::job_id::JobId;
 use crate::queue::WaitQueue;
 use crate::reason::CancelReason;
 use crate::report::ShutdownReport;
-use crate::spawner::{Runnable, Spawner, ThreadSpawner};
+use crate::spawner::{Runnable, Spawner};
 use crate::stats::{Counters, ScopeStats};
 use crate::sync::{self, Arc, Condvar, Mutex};
+use crate::thread_spawner::ThreadSpawner;
 use crate::token::CancelSource;
 use crate::token::CancelToken;
 

@@ -1,5 +1,5 @@
-//! The threads of [`ThreadSpawner`](crate::ThreadSpawner), kept for a while after their job for
-//! the next job that would get the same thread.
+//! [`ThreadSpawner`], a thread per job at once, and its threads, kept for a while after their
+//! job for the next job that would get the same thread.
 //!
 //! Starting a thread costs tens of microseconds (a `clone`, a stack mapped and unmapped), more
 //! than a short job itself: a Python or JavaScript caller that awaits one small native call
@@ -41,9 +41,93 @@ use std::time::Duration;
 #[cfg(not(tethered_loom))]
 use std::time::Instant;
 
+#[cfg(not(tethered_loom))]
+use crate::per_process::PerProcess;
 use crate::spawn_error::SpawnError;
-use crate::spawner::Runnable;
+use crate::spawner::{Runnable, Spawner};
 use crate::sync::{self, Arc, Condvar, Mutex};
+
+/// Runs each job on a named `std` thread of its own: the runtime-agnostic [`Spawner`].
+///
+/// The thread is named after the job ([`JobOptions::name`](crate::JobOptions::name)), or else
+/// after the spawner ([`ThreadSpawner::name`]), or else [`ThreadSpawner::DEFAULT_THREAD_NAME`].
+///
+/// Every job starts at once, however many run: none waits for another's thread. A thread whose
+/// job returned waits a few seconds for another job that would get the same name and stack
+/// size, and runs it instead of a new thread starting (a thread costs tens of microseconds to
+/// start, more than a short job). So a job may find thread-locals an earlier job on its thread
+/// left; a job that needs a pristine thread starts one itself (see [`Spawner`]'s example). A
+/// thread named after its own job ([`JobOptions::name`](crate::JobOptions::name)) is not kept:
+/// job names are often unique. Idle threads end by themselves and never keep the process
+/// alive.
+///
+/// ```
+/// use tethered::{JobOptions, ThreadSpawner};
+///
+/// let spawner = ThreadSpawner::new().name("sandbox");
+/// let job = tethered::spawn(JobOptions::new().on(spawner), |_token| {
+///     std::thread::current().name().map(str::to_owned)
+/// })
+/// .unwrap();
+/// assert_eq!(job.join_blocking().unwrap().as_deref(), Some("sandbox"));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ThreadSpawner {
+    name: Option<Arc<str>>,
+    stack_size: Option<usize>,
+}
+
+impl ThreadSpawner {
+    /// The name its threads get when none is set.
+    pub const DEFAULT_THREAD_NAME: &'static str = "tethered-native";
+
+    /// A spawner with default thread names ([`DEFAULT_THREAD_NAME`](Self::DEFAULT_THREAD_NAME))
+    /// and the default stack size.
+    pub fn new() -> Self {
+        ThreadSpawner::default()
+    }
+
+    /// Names the threads it starts.
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the stack size of the threads it starts, in bytes.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+}
+
+impl Spawner for ThreadSpawner {
+    fn spawn(&self, task: Runnable) -> Result<(), SpawnError> {
+        // A thread named after its job is not kept (job names are often unique); one named
+        // after the spawner is. Only the job's own name needs copying: `task` moves on.
+        let job_name = task.name().map(str::to_owned);
+        let (name, keep) = match &job_name {
+            Some(name) => (name.as_str(), false),
+            None => (
+                self.name.as_deref().unwrap_or(Self::DEFAULT_THREAD_NAME),
+                true,
+            ),
+        };
+        #[cfg(not(tethered_loom))]
+        {
+            // Fork-safe: a forked child's first job starts its own cache, empty.
+            static CACHE: PerProcess<Arc<ThreadCache>> =
+                PerProcess::new(|| Arc::new(ThreadCache::new()));
+            CACHE.get().spawn(name, self.stack_size, keep, task)
+        }
+        // Under loom a `static` cannot hold loom primitives: a thread per job, none kept (the
+        // cache is modelled on its own, in `loom-tests/tests/thread_cache.rs`).
+        #[cfg(tethered_loom)]
+        {
+            let _ = keep;
+            start_thread(name, self.stack_size, move || task.run())
+        }
+    }
+}
 
 /// How long a thread waits for another job after its own.
 #[cfg(not(tethered_loom))]
@@ -103,22 +187,13 @@ impl ThreadCache {
                 }
             }
         }
-        let name: Arc<str> = Arc::from(name);
-        let mut builder = sync::thread::Builder::new().name(name.to_string());
-        if let Some(bytes) = stack_size {
-            builder = builder.stack_size(bytes);
-        }
-        let cache = keep.then(|| Arc::clone(self));
-        // Dropping the `JoinHandle` detaches the thread; the job's handle is how callers join.
-        builder
-            .spawn(move || {
-                task.run();
-                if let Some(cache) = cache {
-                    cache.serve(&name, stack_size);
-                }
-            })
-            .map(drop)
-            .map_err(SpawnError::Thread)
+        let cache = keep.then(|| (Arc::clone(self), Arc::<str>::from(name)));
+        start_thread(name, stack_size, move || {
+            task.run();
+            if let Some((cache, name)) = cache {
+                cache.serve(&name, stack_size);
+            }
+        })
     }
 
     /// The most recently idle seat of a thread called `name` with `stack_size`, out of the list.
@@ -129,6 +204,9 @@ impl ThreadCache {
         let seat = seats.pop();
         if seats.is_empty() {
             by_name.remove(name);
+        }
+        if by_name.is_empty() {
+            idle.remove(&stack_size);
         }
         seat
     }
@@ -184,6 +262,24 @@ impl ThreadCache {
             .map(Vec::len)
             .sum()
     }
+}
+
+/// Starts a detached thread called `name` with `stack_size` that runs `body`.
+///
+/// # Errors
+///
+/// [`SpawnError::Thread`] if the OS refused the thread (`body` is dropped then).
+pub(crate) fn start_thread(
+    name: &str,
+    stack_size: Option<usize>,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<(), SpawnError> {
+    let mut builder = sync::thread::Builder::new().name(name.to_owned());
+    if let Some(bytes) = stack_size {
+        builder = builder.stack_size(bytes);
+    }
+    // Dropping the `JoinHandle` detaches the thread; the job's handle is how callers join.
+    builder.spawn(body).map(drop).map_err(SpawnError::Thread)
 }
 
 impl Seat {

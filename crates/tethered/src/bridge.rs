@@ -12,10 +12,13 @@
 //! - [`PerProcess`]: a process-wide value (a supervisor thread) that a forked child makes
 //!   afresh.
 //! - [`error_chain`]: an error and its sources in one line.
+//! - [`spin_until`] and [`SPIN`]: how a pool's thread between jobs watches for the next before
+//!   it parks.
 
 pub use crate::contain::{catch_panic, drop_contained};
 pub use crate::native::external;
 pub use crate::per_process::PerProcess;
+pub use crate::spin::{SPIN, spin_until};
 
 use crate::native::AbortableNative;
 use crate::options::{JobOptions, Placement};

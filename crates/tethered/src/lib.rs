@@ -171,6 +171,7 @@ mod scope;
 mod shutdown;
 mod spawn_error;
 mod spawner;
+mod spin;
 mod state;
 mod stats;
 mod sync;

@@ -23,7 +23,7 @@ pub(crate) use std::sync::{Arc, Weak};
 pub(crate) use std::{
     sync::{
         Condvar, Mutex, MutexGuard,
-        atomic::{AtomicU8, AtomicUsize, Ordering, fence},
+        atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence},
     },
     thread,
 };
@@ -32,10 +32,19 @@ pub(crate) use std::{
 pub(crate) use loom::{
     sync::{
         Condvar, Mutex, MutexGuard,
-        atomic::{AtomicU8, AtomicUsize, Ordering, fence},
+        atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence},
     },
     thread,
 };
+
+/// How many threads the machine runs at once ([`std::thread::available_parallelism`], 1 if
+/// unknown), read once: it reads the process's cgroup files. A plain `std` value, also under
+/// loom: nothing a model interleaves.
+pub(crate) fn parallelism() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS
+        .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+}
 
 /// The next number of a process-wide sequence, which orders the cancels: one taken before
 /// another (on any thread) is smaller. A plain `std` atomic, also under loom: a `static`

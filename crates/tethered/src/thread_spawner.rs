@@ -45,7 +45,7 @@ use std::time::Instant;
 use crate::per_process::PerProcess;
 use crate::spawn_error::SpawnError;
 use crate::spawner::{Runnable, Spawner};
-use crate::sync::{self, Arc, Condvar, Mutex};
+use crate::sync::{self, Arc, AtomicBool, Condvar, Mutex, Ordering};
 
 /// Runs each job on a named `std` thread of its own: the runtime-agnostic [`Spawner`].
 ///
@@ -141,10 +141,22 @@ pub(crate) struct ThreadCache {
 /// The seats of the idle threads of one stack size, by name, the most recently idle last.
 type ByName = HashMap<Arc<str>, Vec<Arc<Seat>>>;
 
-/// Where a thread between jobs waits for the next one.
+/// Where a thread between jobs waits for the next one: it watches [`Seat::ready`] for
+/// [`SPIN`](crate::bridge::SPIN), then sleeps on [`Seat::handed`].
 struct Seat {
-    state: Mutex<SeatState>,
+    state: Mutex<SeatLock>,
     handed: Condvar,
+    /// Whether `state` holds a job: written under the lock, read without it by the thread's
+    /// spin. A hint only; what the lock guards decides.
+    ready: AtomicBool,
+}
+
+/// What a seat's lock guards.
+struct SeatLock {
+    state: SeatState,
+    /// Whether the thread sleeps on the condition variable (no notify otherwise: it would be a
+    /// system call for nobody).
+    asleep: bool,
 }
 
 enum SeatState {
@@ -215,8 +227,12 @@ impl ThreadCache {
     /// the keep-alive passes with nothing handed to it.
     fn serve(&self, name: &Arc<str>, stack_size: Option<usize>) {
         let seat = Arc::new(Seat {
-            state: Mutex::new(SeatState::Waiting),
+            state: Mutex::new(SeatLock {
+                state: SeatState::Waiting,
+                asleep: false,
+            }),
             handed: Condvar::new(),
+            ready: AtomicBool::new(false),
         });
         loop {
             sync::lock(&self.idle)
@@ -285,18 +301,23 @@ pub(crate) fn start_thread(
 impl Seat {
     /// Leaves `task` for this seat's thread, or gives it back if the thread is leaving.
     fn hand(&self, task: Runnable) -> Result<(), Runnable> {
-        let mut state = sync::lock(&self.state);
-        match *state {
+        let mut seat = sync::lock(&self.state);
+        match seat.state {
             SeatState::Waiting => {
-                *state = SeatState::Handed(task);
-                self.handed.notify_one();
+                seat.state = SeatState::Handed(task);
+                // ORDERING: Relaxed: a hint for the spinning thread, which takes the lock
+                // before it looks at the job; the lock orders the job's hand-over.
+                self.ready.store(true, Ordering::Relaxed);
+                if seat.asleep {
+                    self.handed.notify_one();
+                }
                 Ok(())
             }
             // The fault the loom model's negative control puts back: a job left for a thread
             // that has left is never run.
             #[cfg(tethered_loom)]
             SeatState::Gone if crate::fault::put_back("thread_cache_hand_to_gone") => {
-                *state = SeatState::Handed(task);
+                seat.state = SeatState::Handed(task);
                 Ok(())
             }
             // Taken out of the list by one spawner only: never handed twice.
@@ -307,15 +328,23 @@ impl Seat {
     /// The job handed to this seat, or `None` (the seat is then `Gone`) once the keep-alive
     /// passed without one.
     fn wait(&self) -> Option<Runnable> {
-        let mut state = sync::lock(&self.state);
+        // Not under loom: a model would branch on every load of the spin. What it models is
+        // the hand-over under the lock below, which decides.
+        #[cfg(not(tethered_loom))]
+        // ORDERING: Relaxed: a hint (see `hand`).
+        crate::spin::spin_until(crate::spin::SPIN, || self.ready.load(Ordering::Relaxed));
+        let mut seat = sync::lock(&self.state);
         #[cfg(not(tethered_loom))]
         let until = Instant::now() + KEEP_ALIVE;
         loop {
-            if let SeatState::Handed(_) = *state {
-                let SeatState::Handed(task) = std::mem::replace(&mut *state, SeatState::Waiting)
+            if let SeatState::Handed(_) = seat.state {
+                let SeatState::Handed(task) =
+                    std::mem::replace(&mut seat.state, SeatState::Waiting)
                 else {
                     unreachable!("matched just above");
                 };
+                // ORDERING: Relaxed: a hint, written under the lock as in `hand`.
+                self.ready.store(false, Ordering::Relaxed);
                 return Some(task);
             }
             #[cfg(not(tethered_loom))]
@@ -324,14 +353,16 @@ impl Seat {
             #[cfg(tethered_loom)]
             let left = Duration::ZERO;
             if left.is_zero() {
-                *state = SeatState::Gone;
+                seat.state = SeatState::Gone;
                 return None;
             }
-            state = self
+            seat.asleep = true;
+            seat = self
                 .handed
-                .wait_timeout(state, left)
+                .wait_timeout(seat, left)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
+            seat.asleep = false;
         }
     }
 }
@@ -387,6 +418,43 @@ mod tests {
         // Another name gets a thread of its own (which `current().name()` tells apart).
         assert_ne!(thread_of(&cache, "encode"), first);
         wait_idle(&cache, 2);
+    }
+
+    /// Whether the thread of the one idle seat called `name` sleeps (the seat stays listed).
+    fn asleep(cache: &ThreadCache, name: &str) -> bool {
+        let idle = sync::lock(&cache.idle);
+        let seat = &idle[&None][name][0];
+        sync::lock(&seat.state).asleep
+    }
+
+    /// A thread between jobs spins before it sleeps; a job handed to it while it spins runs
+    /// without a wake-up, and a job handed once it sleeps wakes it at once (not at the end of
+    /// its keep-alive).
+    #[test]
+    fn a_waiting_thread_spins_then_sleeps_and_a_job_reaches_it_either_way() {
+        let cache = Arc::new(ThreadCache::new());
+        let first = thread_of(&cache, "spin");
+        wait_idle(&cache, 1);
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while !asleep(&cache, "spin") {
+            assert!(
+                std::time::Instant::now() < until,
+                "the thread never went to sleep"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let handed = std::time::Instant::now();
+        assert_eq!(thread_of(&cache, "spin"), first);
+        assert!(
+            handed.elapsed() < Duration::from_secs(2),
+            "the sleeping thread was not woken: it ran the job after {:?}",
+            handed.elapsed()
+        );
+        // Handed as soon as the thread is listed again, the next job finds it spinning (or, on
+        // a slow machine, asleep): the same thread runs it either way. (A job's handle is done
+        // when the job's result is in, a little before its thread is listed again.)
+        wait_idle(&cache, 1);
+        assert_eq!(thread_of(&cache, "spin"), first);
     }
 
     #[test]

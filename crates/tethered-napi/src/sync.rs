@@ -1,14 +1,20 @@
 //! The one place that names the synchronisation primitives of the crate's shared state (a job's
-//! settle-once slot, the environment's count of running jobs): `std`'s, or [loom]'s under
+//! settle-once slot, the environment's count of running jobs, the pool's queue): `std`'s, or [loom]'s under
 //! `--cfg tethered_loom`, as the core's `sync` module does.
 //!
 //! [loom]: https://docs.rs/loom
 
 #[cfg(not(tethered_loom))]
-pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use std::sync::{
+    Condvar, Mutex, MutexGuard,
+    atomic::{AtomicUsize, Ordering},
+};
 
 #[cfg(tethered_loom)]
-pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use loom::sync::{
+    Condvar, Mutex, MutexGuard,
+    atomic::{AtomicUsize, Ordering},
+};
 
 /// Locks `mutex`, ignoring poison: nothing of the crate panics while holding one of its locks,
 /// so the state is consistent whatever poisoned it.

@@ -21,9 +21,9 @@
 //!
 //! Two cases are not ratios: `pool_replace` times, from the drop of a turn blocked on its
 //! worker to the next turn's answer, a fresh worker taking the place of the stopped one
-//! (against the 7.7 ms pydantic-monty 1.4's pool takes, its own figure); `children_1000` counts
-//! the threads and the resident memory this process adds while 1,000 children run, for each
-//! crate in turn.
+//! (against the 7.7 ms pydantic-monty 1.4's pool takes, its own figure); `children_1000` and
+//! `children_10000` count the threads and the resident memory this process adds while 1,000
+//! or 10,000 children run, for each crate in turn.
 //!
 //! Results go to `target/tethered-bench/peers-rust.json` (see `report.py`).
 //!
@@ -517,6 +517,15 @@ async fn pool_replace(budget: Budget) -> String {
 }
 
 /// This process's thread count and resident memory, from `/proc/self/status`.
+/// `count` with a comma before its last three digits (counts here stay below a million).
+fn thousands(count: usize) -> String {
+    if count < 1_000 {
+        count.to_string()
+    } else {
+        format!("{},{:03}", count / 1_000, count % 1_000)
+    }
+}
+
 fn threads_and_rss() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| {
@@ -530,9 +539,10 @@ fn threads_and_rss() -> (u64, u64) {
     (field("Threads:"), field("VmRSS:"))
 }
 
-/// Threads and memory this process adds while 1,000 children run, for each crate in turn.
-async fn children_live(budget: Budget) -> String {
-    let count = if budget.measure { 1_000 } else { 10 };
+/// Threads and memory this process adds while `count` children run, for each crate in turn
+/// (10 without `--bench`, to check that the case works).
+async fn children_live(budget: Budget, case: &str, count: usize) -> String {
+    let count = if budget.measure { count } else { 10 };
     let sleeper = || {
         let mut command = Command::new("sleep");
         command.arg("600");
@@ -563,18 +573,27 @@ async fn children_live(budget: Budget) -> String {
     let (threads_this, rss_this) = threads_and_rss();
     drop(jobs);
     let added_threads = threads_this.saturating_sub(threads_between);
+    let per_child = |kib: u64| kib as f64 / count as f64;
+    let (this_kib, peer_kib) = (
+        rss_this.saturating_sub(rss_between),
+        rss_peer.saturating_sub(rss_before),
+    );
     let result = format!(
-        "tethered +{added_threads} threads, +{} MiB; tokio +{} threads, +{} MiB ({count} children)",
-        rss_this.saturating_sub(rss_between) / 1024,
+        "tethered +{added_threads} threads, +{this_kib} KiB ({:.2} KiB a child); \
+         tokio +{} threads, +{peer_kib} KiB ({:.2} KiB a child) ({count} children)",
+        per_child(this_kib),
         threads_peer.saturating_sub(threads_before),
-        rss_peer.saturating_sub(rss_before) / 1024,
+        per_child(peer_kib),
     );
     // Let the supervisor reap them before the next case.
     tokio::time::sleep(Duration::from_millis(500)).await;
     plain_row(
-        "children_1000",
+        case,
         "process",
-        "1,000 live children: threads and memory added",
+        &format!(
+            "{} live children: threads and memory added",
+            thousands(count)
+        ),
         "`tokio::process::Command` + `kill_on_drop`",
         "≤ 64 threads",
         &result,
@@ -705,8 +724,10 @@ fn main() {
     runtime.block_on(async {
         // First, while the process has no idle blocking-pool threads that could exit during
         // the count.
-        if selects("children_1000") {
-            push(children_live(budget).await);
+        for (case, count) in [("children_1000", 1_000), ("children_10000", 10_000)] {
+            if selects(case) {
+                push(children_live(budget, case, count).await);
+            }
         }
         if selects("process_spawn") {
             push(process_spawn(budget).await.to_json());

@@ -221,7 +221,10 @@ impl<T> ModelSeat<T> {
     /// hand-over would end is a deadlock): `Some(task)`, or `None` for a close.
     pub fn wait(&self) -> Option<T> {
         loop {
-            match self.0.wait(std::time::Duration::from_secs(3600)) {
+            match self.0.wait(
+                std::time::Duration::ZERO,
+                std::time::Duration::from_secs(3600),
+            ) {
                 crate::pool::mailbox::Slot::Task(task) => return Some(task),
                 crate::pool::mailbox::Slot::Close => return None,
                 crate::pool::mailbox::Slot::Empty => {}

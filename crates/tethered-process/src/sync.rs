@@ -5,10 +5,16 @@
 //! [loom]: https://docs.rs/loom
 
 #[cfg(not(tethered_loom))]
-pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use std::sync::{
+    Condvar, Mutex, MutexGuard,
+    atomic::{AtomicBool, Ordering},
+};
 
 #[cfg(tethered_loom)]
-pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use loom::sync::{
+    Condvar, Mutex, MutexGuard,
+    atomic::{AtomicBool, Ordering},
+};
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex

@@ -140,8 +140,13 @@ fn next_task(shared: &Shared, seat: &Arc<Seat<Task>>, worker: &mut Option<Worker
     if let Some(idle) = worker {
         idle.set_idle(true);
     }
+    // A task that comes just after the last one finds the thread spinning; later waits (one
+    // per `IDLE_CHECK` while idle) sleep at once.
+    let mut spin = tethered::bridge::SPIN;
     loop {
-        match seat.wait(IDLE_CHECK) {
+        let slot = seat.wait(spin, IDLE_CHECK);
+        spin = Duration::ZERO;
+        match slot {
             Slot::Task(task) => {
                 if let Some(idle) = worker {
                     idle.set_idle(false);

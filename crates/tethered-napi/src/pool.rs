@@ -1,6 +1,6 @@
 //! Where a job runs when its options place it nowhere: a pool of as many threads as the machine
-//! runs at once (`std::thread::available_parallelism`), started as jobs come and kept parked
-//! between them, shared by every environment of the addon.
+//! runs at once (`std::thread::available_parallelism`), started as jobs come and kept between
+//! them (spinning a moment, then parked), shared by every environment of the addon.
 //!
 //! A thread per job would let a burst of busy jobs outnumber the cores and starve the event
 //! loop's own thread (200 busy jobs lagged it by up to 1.5 s); libuv's pool (4 threads, which

@@ -837,7 +837,7 @@ def write_report():
         "at 14 µs a call, which it never reached alone (31–58 µs): interleaved in one "
         "process the two pools changed where each other's wake-ups landed, and the ratio "
         "(4.6x) overstated what a user saw alone (1.0–1.9x). With the spin, paired and "
-        "alone agree (`AsyncTask` 34–40 µs either way).")
+        "alone agree (`AsyncTask` 34–41 µs either way).")
     out.append(
         "- Tried for the 2,000 concurrent jobs, not kept: the handle reaching its token "
         "through its job instead of holding a clone (two fewer reference-count updates on each "

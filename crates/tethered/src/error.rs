@@ -111,6 +111,16 @@ impl<T> NativeError<T> {
         }
     }
 
+    /// What a caller that stops waiting at a cancel gives while the closure still runs (a
+    /// [`timeout`](crate::Tethered::timeout), a [`cancel_when`](crate::Tethered::cancel_when)).
+    pub(crate) fn abandoned_now(reason: CancelReason, cause: Option<Cause>) -> Self {
+        NativeError::Abandoned {
+            reason,
+            cause,
+            grace: Duration::ZERO,
+        }
+    }
+
     /// Whether the job was stopped by a cancel and its native code is done with it.
     pub fn is_cancelled(&self) -> bool {
         matches!(self, NativeError::Cancelled { .. })

@@ -7,7 +7,8 @@ use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::handle::Tethered;
+use super::Tethered;
+use crate::error::NativeError;
 use crate::reason::CancelReason;
 
 pin_project! {
@@ -96,7 +97,7 @@ pub(crate) fn fire<J: Tethered>(
     // A job whose closure had not started finished in the cancel: its own answer.
     Some(match Pin::new(job).poll(cx) {
         Poll::Ready(result) => result,
-        Poll::Pending => Err(super::timeout::abandoned(reason, cause)),
+        Poll::Pending => Err(NativeError::abandoned_now(reason, cause)),
     })
 }
 

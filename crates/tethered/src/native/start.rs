@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::{AbortableNative, cancel_job};
+use super::{AbortableNative, cancel_at};
 use crate::completer::Completer;
 use crate::contain::run_contained;
 use crate::deferred::Deferred;
@@ -165,22 +165,6 @@ fn arm_deadline<J: JobControl + 'static>(
     cancel_at(&job.source().token(), Arc::downgrade(&control), at).map_err(|err| {
         job.stop_unrun(CancelReason::Shutdown);
         SpawnError::Timer(err)
-    })
-}
-
-/// Cancels the job behind `token` (and `job`) with `Timeout` at `at`, on the crate's timer; the
-/// deadline keeps neither alive.
-pub(crate) fn cancel_at(
-    token: &CancelToken,
-    job: crate::sync::Weak<dyn JobControl>,
-    at: Instant,
-) -> std::io::Result<()> {
-    let weak = token.state.downgrade();
-    token.on_deadline(at, move || {
-        if let Some(token) = weak.upgrade() {
-            let job = job.upgrade();
-            cancel_job(&token, job.as_deref(), CancelReason::Timeout, None);
-        }
     })
 }
 

@@ -5,10 +5,9 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::handle::Tethered;
-use crate::error::NativeError;
+use super::Tethered;
 use crate::reason::CancelReason;
 use crate::timer::Sleep;
 
@@ -96,14 +95,5 @@ impl<J: fmt::Debug> fmt::Debug for Timeout<J> {
             .field("job", &self.job)
             .field("sleep", &self.sleep)
             .finish()
-    }
-}
-
-/// What a stop at the deadline gives when the work still runs.
-pub(crate) fn abandoned<T>(reason: CancelReason, cause: Option<crate::Cause>) -> NativeError<T> {
-    NativeError::Abandoned {
-        reason,
-        cause,
-        grace: Duration::ZERO,
     }
 }

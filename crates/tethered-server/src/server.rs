@@ -38,9 +38,23 @@ use crate::signal::first_signal;
 ///    blocking pool no longer holds the process (dropping `#[tokio::main]`'s runtime would wait
 ///    for it forever).
 ///
-/// Where the scope comes from in a handler: [`scope`](Self::scope) before `run`, moved into the
-/// router's state (axum's `State`, a tonic service's field), and spawned into with
-/// `JobOptions::new().in_scope(&scope).child_of(&request_token)`.
+/// # Tying a job to the shutdown
+///
+/// One way, whatever the service: spawn into the server's scope, as a child of the request.
+/// [`scope`](Self::scope) before `run`, moved into the router's state (axum's `State`, a tonic
+/// service's field, an MCP server's handler), and in the handler
+/// `JobOptions::new().in_scope(&scope).child_of(&request_token)`. Then:
+///
+/// - the request ending early (a disconnect, its deadline, a client's cancel) stops the job
+///   with the request's reason;
+/// - the shutdown stops it with [`CancelReason::Shutdown`], every time, even when the same
+///   shutdown also makes the request end (an HTTP drain closing connections, an SDK cancelling
+///   its requests as it hears the server's token): the scope is a child of the server's token,
+///   so the server's cancel, which came first, decides the job's reason;
+/// - the shutdown's report counts the job, and names it if it does not return in time.
+///
+/// A job that is only `child_of(server.token())` stops with `Shutdown` too, but the report
+/// never sees it.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -161,11 +175,27 @@ impl Server {
         scope
     }
 
-    /// Adds a part the shutdown stops within the same deadline and reports on: a
+    /// Adds a part the shutdown stops within the same deadline and reports on (a
     /// `tethered_process::Pool` of worker processes, a scope made elsewhere, anything
-    /// [`Shutdown`].
-    pub fn add<S: Shutdown + 'static>(&mut self, part: S) {
-        self.parts.push(Arc::new(part));
+    /// [`Shutdown`]), and hands it back shared, for the handlers, as [`scope`](Self::scope) and
+    /// [`add_scope`](Self::add_scope) do.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tethered::NativeScope;
+    ///
+    /// let mut server = tethered_server::Server::new()?;
+    /// // A part made elsewhere (a worker pool, say): the server keeps it, the handlers use it.
+    /// let renders = server.add(NativeScope::new().child_of(server.token()));
+    /// renders.spawn(|token| token.wait())?.detach();
+    /// let report = server.run(Duration::from_secs(5), async { Ok::<(), std::io::Error>(()) })?;
+    /// assert_eq!(report.shutdown.returned, 1, "{report}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add<S: Shutdown + 'static>(&mut self, part: S) -> Arc<S> {
+        let part = Arc::new(part);
+        self.parts.push(part.clone());
+        part
     }
 
     /// The runtime's handle.

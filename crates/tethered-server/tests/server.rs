@@ -270,9 +270,17 @@ fn a_pool_is_stopped_within_the_same_deadline_and_reported() {
         while pool.stats().live < 2 && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(5));
         }
-        server.add(pool);
+        // `add` hands the pool back shared: the handlers keep using it.
+        let pool = server.add(pool);
         server
-            .run(Duration::from_secs(5), async {
+            .run(Duration::from_secs(5), async move {
+                let echoed = pool
+                    .run(|worker| {
+                        worker.send_line("ping")?;
+                        worker.read_line()
+                    })
+                    .await;
+                assert_eq!(echoed.unwrap().unwrap(), "ping");
                 Ok::<(), std::io::Error>(())
             })
             .unwrap()
@@ -298,7 +306,7 @@ fn a_pool_worker_that_will_not_stop_is_named_in_the_report() {
         // Past its start: it ignores SIGTERM from here on.
         let ready = pool.run(|worker| worker.read_line()).join_blocking();
         assert_eq!(ready.unwrap().unwrap(), "ready");
-        server.add(pool);
+        let _pool = server.add(pool);
         let began = Instant::now();
         let report = server
             .run(Duration::from_millis(300), async {
@@ -326,4 +334,48 @@ fn a_pool_worker_that_will_not_stop_is_named_in_the_report() {
         "{:?}",
         tethered::stats()
     );
+}
+
+/// The documented way to tie a job to the shutdown (the server's scope, as a child of the
+/// request) reads `Shutdown` every time, though the same shutdown makes the service cancel the
+/// request too: here a task that, like an SDK's, cancels every request as soon as it hears
+/// the server's token, on another thread, racing the server's own cancel down the tree.
+#[test]
+fn a_scoped_job_reads_shutdown_though_the_shutdown_also_cancels_its_request() {
+    let _serial = serial();
+    for round in 0..20 {
+        let reason = within(Duration::from_secs(20), move || {
+            let server = Server::new().unwrap();
+            let scope = server.scope();
+            let token = server.token().clone();
+            let source = server.source().clone();
+            let (reason_tx, reason_rx) = mpsc::channel();
+            server
+                .run(Duration::from_secs(5), async move {
+                    let request = tethered::CancelSource::new();
+                    let options = JobOptions::new()
+                        .in_scope(&scope)
+                        .child_of(&request.token());
+                    let job = tethered_tokio::spawn_native_with(options, |t| t.wait())?;
+                    // The service's side: it cancels its requests when it hears the shutdown.
+                    let sdk = tokio::spawn({
+                        let token = token.clone();
+                        async move {
+                            token.cancelled().await;
+                            request.cancel(CancelReason::Dropped);
+                        }
+                    });
+                    tokio::task::yield_now().await;
+                    // As a SIGTERM would: the server's source, cancelled from another thread.
+                    std::thread::spawn(move || source.cancel(CancelReason::Shutdown));
+                    let stopped = job.await.unwrap_err();
+                    reason_tx.send(stopped.cancel_reason()).unwrap();
+                    sdk.await.unwrap();
+                    Ok::<(), tethered::SpawnError>(())
+                })
+                .unwrap();
+            reason_rx.recv().unwrap()
+        });
+        assert_eq!(reason, Some(CancelReason::Shutdown), "round {round}");
+    }
 }

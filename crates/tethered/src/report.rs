@@ -18,6 +18,9 @@ use crate::sync::Arc;
 /// let report = scope.shutdown_blocking(Duration::from_secs(10));
 /// assert_eq!((report.cancelled, report.returned), (1, 1));
 /// assert!(report.is_clean(), "{report}");
+/// // "1 job(s) cancelled, 1 returned; the shutdown took 52.0µs (grace 10s)": the time is
+/// // the whole shutdown's, not one job's.
+/// assert!(report.to_string().starts_with("1 job(s) cancelled, 1 returned; the shutdown took "));
 /// # Ok::<(), tethered::SpawnError>(())
 /// ```
 #[non_exhaustive]
@@ -33,7 +36,8 @@ pub struct ShutdownReport {
     pub stragglers: Vec<Straggler>,
     /// The grace.
     pub grace: Duration,
-    /// How long the shutdown took.
+    /// How long the whole shutdown took, from its beginning until the last job returned (or
+    /// the grace ran out): not any one job's time.
     pub elapsed: Duration,
 }
 
@@ -71,7 +75,7 @@ impl fmt::Display for ShutdownReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} job(s) cancelled, {} returned in {:.1?} (grace {:?})",
+            "{} job(s) cancelled, {} returned; the shutdown took {:.1?} (grace {:?})",
             self.cancelled, self.returned, self.elapsed, self.grace
         )?;
         if !self.stragglers.is_empty() {

@@ -151,3 +151,71 @@ fn the_earlier_cause_reaches_everything_below_the_token() {
     assert_eq!(grandchild.token().reason(), Some(CancelReason::Shutdown));
     assert_eq!(request.token().reason(), Some(CancelReason::Dropped));
 }
+
+/// A server's shutdown reads `Shutdown` on every job of its scope, even when the same shutdown
+/// makes something else cancel the job's request first: here an SDK that cancels its requests
+/// as soon as it hears the server's token (a callback registered before the scope's, so it runs
+/// first). The scope's jobs have the server's token as an ancestor, and its cancel came first.
+#[test]
+fn a_shutdown_reads_shutdown_though_it_made_an_sdk_cancel_the_request_first() {
+    for round in 0..50 {
+        let server = CancelSource::new();
+        let request = CancelSource::new();
+        let sdk = {
+            let request = request.clone();
+            server.token().on_cancel(move |_| {
+                request.cancel(CancelReason::Dropped);
+            })
+        };
+        let scope = NativeScope::new().child_of(&server.token());
+        let options = JobOptions::new()
+            .in_scope(&scope)
+            .child_of(&request.token());
+        let job = tethered::spawn(options, |token| token.wait()).unwrap();
+        let token = job.token().clone();
+        assert!(server.cancel(CancelReason::Shutdown));
+        assert_eq!(request.token().reason(), Some(CancelReason::Dropped));
+        assert_eq!(
+            token.reason(),
+            Some(CancelReason::Shutdown),
+            "round {round}: the job read its request's Dropped, which the shutdown caused"
+        );
+        let stopped = job.join_blocking().unwrap_err();
+        assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
+        drop(sdk);
+    }
+}
+
+/// The same, when the SDK hears the shutdown on another thread (a waker: rmcp's, tokio-util's)
+/// and cancels the request while the server's cancel is still on its way down.
+#[test]
+fn a_shutdown_reads_shutdown_though_another_thread_cancels_the_request_at_once() {
+    for round in 0..200 {
+        let server = CancelSource::new();
+        let request = CancelSource::new();
+        let scope = NativeScope::new().child_of(&server.token());
+        let job = tethered::spawn(
+            JobOptions::new()
+                .in_scope(&scope)
+                .child_of(&request.token()),
+            |token| token.wait(),
+        )
+        .unwrap();
+        let sdk = {
+            let (server, request) = (server.token(), request.clone());
+            std::thread::spawn(move || {
+                server.wait();
+                request.cancel(CancelReason::Dropped);
+            })
+        };
+        std::thread::sleep(Duration::from_micros(50));
+        server.cancel(CancelReason::Shutdown);
+        sdk.join().unwrap();
+        let stopped = job.join_blocking().unwrap_err();
+        assert_eq!(
+            stopped.cancel_reason(),
+            Some(CancelReason::Shutdown),
+            "round {round}"
+        );
+    }
+}

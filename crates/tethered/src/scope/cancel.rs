@@ -21,7 +21,10 @@ impl ScopeState {
         let generation = {
             let mut inner = sync::lock(&self.inner);
             match inner.lifecycle {
-                Lifecycle::Open => std::mem::take(&mut inner.generation),
+                Lifecycle::Open => {
+                    let next = inner.next_generation();
+                    std::mem::replace(&mut inner.generation, next)
+                }
                 // The generation stays cancelled (invariant 2), and a closed scope needs none.
                 Lifecycle::OuterCancelled | Lifecycle::Closed => inner.generation.clone(),
             }

@@ -37,8 +37,12 @@
 //!    its result is published, so a joined job is never still counted here).
 //! 2. Every job of the scope runs on a child token of `generation`, so `cancel_all` is one
 //!    cancel of the tree (a walk with a loop, no scan of `jobs`): it swaps in a fresh
-//!    generation for later jobs and cancels the old one. Once an outer token (`child_of`) is
-//!    cancelled, the generation stays cancelled: jobs spawned later start cancelled.
+//!    generation for later jobs and cancels the old one. Every generation is a tree child of
+//!    the outer token (`child_of`), if there is one, so the outer token is an ancestor of every
+//!    job: a job cancelled at the same time by something else (its request's token, cancelled
+//!    by an SDK that heard the same shutdown) still reads the outer token's reason, which came
+//!    first. Once the outer token is cancelled, the generation stays cancelled: jobs spawned
+//!    later start cancelled.
 //! 3. `holding_slot` is the number of entries of `jobs` with `holds_slot` set: jobs handed to
 //!    the spawner (or run inline) and not finished. A job's slot is freed only when it
 //!    finishes, that is when its closure has really returned: a cancelled job that ignores its
@@ -127,8 +131,9 @@ struct Inner {
     generation: CancelSource,
     /// What the scope takes (see the module docs).
     lifecycle: Lifecycle,
-    /// The link to an outer token (`child_of`).
-    outer: Option<CallbackGuard>,
+    /// The outer token (`child_of`), of which every generation is a child (invariant 2), and
+    /// the callback that moves the lifecycle to `OuterCancelled`.
+    outer: Option<(CancelToken, CallbackGuard)>,
     holding_slot: usize,
     max_running: Option<NonZeroUsize>,
     pending: WaitQueue<(JobId, Runnable)>,
@@ -137,6 +142,16 @@ struct Inner {
     dispatching: bool,
     next_waker: u64,
     idle_wakers: BTreeMap<u64, Waker>,
+}
+
+impl Inner {
+    /// A fresh generation: a child of the outer token, if there is one (invariant 2).
+    fn next_generation(&self) -> CancelSource {
+        match &self.outer {
+            Some((outer, _)) => outer.child(),
+            None => CancelSource::new(),
+        }
+    }
 }
 
 /// What the scope takes (see the module docs).
@@ -258,11 +273,15 @@ impl NativeScope {
                 scope.outer_cancelled(reason, cause);
             }
         });
-        let replaced = sync::lock(&self.state.inner).outer.replace(link);
-        drop(replaced);
+        let mut inner = sync::lock(&self.state.inner);
+        let replaced = inner.outer.replace((parent.clone(), link));
+        // From now on every generation is a child of `parent` (invariant 2). A job spawned
+        // before this call keeps its generation, which the callback above cancels.
+        let old = std::mem::replace(&mut inner.generation, parent.child());
+        drop(inner);
+        drop((replaced, old));
         self
     }
-
     /// The scope's unfinished jobs: waiting for a slot, queued in the spawner, or running
     /// (including stragglers left running by a shutdown).
     pub fn len(&self) -> usize {

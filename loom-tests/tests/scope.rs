@@ -81,14 +81,14 @@ fn external_start_vs_cancel_while_waiting() {
         let scope = NativeScope::with_spawner(spawner.clone()).with_max_running(NonZeroUsize::MIN);
         let (first_tx, first_rx) = std::sync::mpsc::channel();
         let first =
-            tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer| {
+            tethered::spawn_external(JobOptions::new().in_scope(&scope), move |completer| {
                 first_tx.send(completer).unwrap()
             })
             .unwrap();
         let starts = Arc::new(AtomicUsize::new(0));
         let counted = starts.clone();
         let waiting =
-            tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer| {
+            tethered::spawn_external(JobOptions::new().in_scope(&scope), move |completer| {
                 counted.fetch_add(1, Ordering::SeqCst);
                 completer.complete(2);
             })

@@ -110,7 +110,7 @@ fn a_failed_start_reaches_exactly_one_of_the_spawn_and_the_job() {
         // An unplaced external job's start runs at once, in `external`: it hands the completer
         // to the model, as the crate's launch hands it to the supervisor.
         let (completer_tx, completer_rx) = std::sync::mpsc::channel();
-        let job = tethered::bridge::external(JobOptions::new(), move |completer| {
+        let job = tethered::spawn_external(JobOptions::new(), move |completer| {
             completer_tx
                 .send(completer)
                 .expect("the model holds the receiver");

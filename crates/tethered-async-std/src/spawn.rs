@@ -18,7 +18,7 @@ use crate::AsyncStdSpawner;
 /// Where `spawn_blocking` does: async-std panics if it cannot start its executor threads the
 /// first time it is used. A pool that refused a job while shutting down would give a handle
 /// already stopped with [`CancelReason::Shutdown`](tethered::CancelReason::Shutdown), as every
-/// adapter's `spawn_native` does ([`tethered::bridge::spawned_or_stopped`]).
+/// adapter's `spawn_native` does ([`tethered::__private::spawned_or_stopped`]).
 ///
 /// ```
 /// use tethered::{CancelReason, Tethered};
@@ -39,7 +39,7 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    tethered::bridge::spawned_or_stopped(spawn_native_with(JobOptions::new(), f))
+    tethered::__private::spawned_or_stopped(spawn_native_with(JobOptions::new(), f))
 }
 
 /// [`spawn_native`] with [`JobOptions`]: a name, a deadline, a grace, a request's token, a
@@ -74,5 +74,5 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    tethered::bridge::spawn_or(options, || Ok(AsyncStdSpawner::new()), f)
+    tethered::__private::spawn_or(options, || Ok(AsyncStdSpawner::new()), f)
 }

@@ -83,7 +83,7 @@ fn abort_error(
 /// `rejection` with `returned` set to the closure's value, converted (left out if the
 /// conversion fails).
 pub(crate) fn with_returned(env: &Env, rejection: Error, convert: Convert) -> Error {
-    let Ok(Ok(value)) = tethered::bridge::catch_panic(|| convert(env)) else {
+    let Ok(Ok(value)) = tethered::__private::catch_panic(|| convert(env)) else {
         return rejection;
     };
     let Ok(error) = ToNapiValue::into_unknown(rejection, env) else {

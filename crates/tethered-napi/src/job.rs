@@ -140,7 +140,7 @@ impl Shared {
         let fired = listeners::release(env, self.id);
         let signal_cause = sync::lock(&self.signal_cause).clone();
         match outcome {
-            Ok(convert) => match tethered::bridge::catch_panic(|| convert(env)) {
+            Ok(convert) => match tethered::__private::catch_panic(|| convert(env)) {
                 Ok(Ok(value)) => self.settle.resolve(env, value),
                 Ok(Err(err)) => self.settle.reject(env, err),
                 Err(panic) => self.settle.reject(
@@ -154,7 +154,7 @@ impl Shared {
             },
             Err(NativeError::Panicked(panic)) => {
                 let err = errors::panicked(env, "the native job", &panic);
-                tethered::bridge::drop_contained(panic);
+                tethered::__private::drop_contained(panic);
                 self.settle.reject(env, err);
             }
             Err(err) => {
@@ -172,7 +172,7 @@ impl Shared {
                         ..
                     } => errors::with_returned(env, rejection, *convert),
                     other => {
-                        tethered::bridge::drop_contained(other);
+                        tethered::__private::drop_contained(other);
                         rejection
                     }
                 };
@@ -186,7 +186,7 @@ impl Drop for Shared {
     fn drop(&mut self) {
         // An outcome never settled (its environment went): user data whose drop may panic.
         if let Some(outcome) = sync::lock(&self.slot).take() {
-            tethered::bridge::drop_contained(outcome);
+            tethered::__private::drop_contained(outcome);
         }
     }
 }

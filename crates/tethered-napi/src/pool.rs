@@ -37,7 +37,7 @@ use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use tethered::bridge::{PerProcess, SPIN};
+use tethered::__private::{PerProcess, SPIN};
 use tethered::{
     AbortableNative, CancelToken, JobOptions, Placement, Runnable, SpawnError, Spawner,
 };
@@ -51,7 +51,7 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    tethered::bridge::spawn_or(options, || Ok(DefaultPool), f)
+    tethered::__private::spawn_or(options, || Ok(DefaultPool), f)
 }
 
 /// How many threads the pool runs at most.
@@ -184,7 +184,7 @@ impl Pool {
                     queue.spinning += 1;
                     drop(queue);
                     // Relaxed: a hint only; the lock taken next says what is there.
-                    tethered::bridge::spin_until(self.spin, || {
+                    tethered::__private::spin_until(self.spin, || {
                         self.queued.load(Ordering::Relaxed) > 0
                     });
                     queue = sync::lock(&self.state);
@@ -208,8 +208,8 @@ impl Pool {
             };
             // The core catches a closure's panic (or aborts, by the job's policy); anything
             // else that unwinds is contained so that the worker lives on.
-            if let Err(panic) = tethered::bridge::catch_panic(move || task.run()) {
-                tethered::bridge::drop_contained(panic);
+            if let Err(panic) = tethered::__private::catch_panic(move || task.run()) {
+                tethered::__private::drop_contained(panic);
             }
         }
     }
@@ -269,7 +269,7 @@ mod tests {
     }
 
     /// Whether workers spin here: not on a machine that runs one thread at a time (see
-    /// `tethered::bridge::spin_until`), where these tests check that a worker parks at once.
+    /// `tethered::__private::spin_until`), where these tests check that a worker parks at once.
     fn spins(pool: &Pool) -> bool {
         let cpus = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
         if cpus == 1 {

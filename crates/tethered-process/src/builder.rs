@@ -1,6 +1,5 @@
 //! [`Process`]: how a child is started, and how it is stopped when its job is cancelled.
 
-use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -8,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use tethered::{Completer, ExternalPlacement, JobOptions};
+use tethered::{Completer, ExternalPlacement, JobOptions, SpawnError};
 
 use crate::child::StopPolicy;
 use crate::job::ProcessJob;
@@ -152,17 +151,24 @@ impl Process {
     ///
     /// # Errors
     ///
-    /// The child's start error (a missing program, a permission), or the supervisor thread
-    /// that cannot be started; either way no child is left.
+    /// [`SpawnError::Start`] with the child's start error (a missing program, a permission:
+    /// its `kind()` says which, its text names the program), or [`SpawnError::Thread`] if the
+    /// supervisor thread cannot be started; either way no child is left. A [`SpawnError`], as
+    /// from every entry point of the family.
     ///
     /// ```
     /// use std::process::Command;
+    /// use tethered::SpawnError;
     /// use tethered_process::Process;
     ///
     /// let err = Process::new(Command::new("/no/such/program")).spawn().unwrap_err();
-    /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    /// assert!(matches!(&err, SpawnError::Start(io) if io.kind() == std::io::ErrorKind::NotFound));
+    /// assert_eq!(
+    ///     tethered::__private::error_chain(&err),
+    ///     "the work could not be started: program `/no/such/program`: No such file or directory (os error 2)"
+    /// );
     /// ```
-    pub fn spawn(self) -> io::Result<ProcessJob> {
+    pub fn spawn(self) -> Result<ProcessJob, SpawnError> {
         self.spawn_with(JobOptions::new())
     }
 
@@ -177,11 +183,15 @@ impl Process {
     ///
     /// # Errors
     ///
-    /// For a child started now, its start error (a missing program, a permission), or the
-    /// supervisor thread that cannot be started; either way no child is left. A scope that is
-    /// shut down, or a deadline the timer could not be had for, as an [`io::Error`] whose
-    /// source is the [`SpawnError`](tethered::SpawnError). A child in a scope whose start
-    /// fails later resolves to `Ended::NeverStarted`.
+    /// For a child started now, [`spawn`](Self::spawn)'s; [`SpawnError::ScopeClosed`] for a
+    /// scope that is shut down; [`SpawnError::Timer`] for a deadline the timer could not be
+    /// had for. A child in a scope whose start fails later resolves to
+    /// `Ended::NeverStarted`, with the same error.
+    ///
+    /// A job cancelled before its child starts (a zero `timeout`, a `deadline` already past, a
+    /// parent token cancelled already, or a cancel while it waits for its scope's slot) never
+    /// starts it, as a closure never runs: the handle reads `Cancelled { returned: None, .. }`
+    /// and [`ProcessJob::pid`] stays `None`.
     ///
     /// ```
     /// use std::process::Command;
@@ -212,7 +222,7 @@ impl Process {
     pub fn spawn_with<P: ExternalPlacement>(
         mut self,
         options: JobOptions<P>,
-    ) -> io::Result<ProcessJob> {
+    ) -> Result<ProcessJob, SpawnError> {
         let options = options.named_or(self.program());
         let spec = self.spec();
         let launch = Launch::new();
@@ -220,8 +230,7 @@ impl Process {
             spec: Some(spec),
             launch: launch.clone(),
         };
-        let native = tethered::bridge::external(options, move |completer| start.run(completer))
-            .map_err(io::Error::other)?;
+        let native = tethered::spawn_external(options, move |completer| start.run(completer))?;
         // A child started now that failed to start: its error is the spawn's.
         launch.hand_out()?;
         Ok(ProcessJob::new(native, launch))

@@ -103,6 +103,39 @@ pub(crate) struct Watched {
     completer: SharedCompleter,
     /// Keeps the cancel callback that posts to the supervisor registered.
     cancel_link: Option<CallbackGuard>,
+    /// What a cancel's finished check looks at; emptied before the reap.
+    unreaped: Arc<Unreaped>,
+}
+
+/// How a cancel looks whether the child exited before it (the job's
+/// [`finished_check`](tethered::Completer::finished_check)): its pid while it is unreaped,
+/// `None` once the supervisor reaps it (or finds it reaped elsewhere). The supervisor takes the
+/// pid under the lock before it reaps, and a look holds the lock while it asks `waitid`, so no
+/// look ever asks about a pid that may name another process by then (invariant 2's rule, for
+/// looks).
+pub(crate) struct Unreaped(std::sync::Mutex<Option<Pid>>);
+
+impl Unreaped {
+    pub(crate) fn new(child: &Child) -> Arc<Unreaped> {
+        Arc::new(Unreaped(std::sync::Mutex::new(Some(Pid::from_child(
+            child,
+        )))))
+    }
+
+    /// Whether the child has exited (a zombie, or reaped already). An error of `waitid` means
+    /// something else reaped it: it exited too.
+    pub(crate) fn exited(&self) -> bool {
+        let pid = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match *pid {
+            None => true,
+            Some(pid) => exited(pid).unwrap_or(true),
+        }
+    }
+
+    /// The supervisor is about to reap the child: no look asks about its pid from now on.
+    fn reaping(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
 }
 
 /// A child's completer, shared between the supervisor (which completes it) and the job's
@@ -122,10 +155,16 @@ impl Watched {
         own_group: bool,
         pidfd: Option<OwnedFd>,
         policy: StopPolicy,
-        completer: SharedCompleter,
-        token: CancelToken,
+        completer: Completer<ProcessOutput>,
     ) -> Watched {
         let pid = Pid::from_child(&child);
+        let token = completer.token().clone();
+        // A child that exited by itself has finished its work, reaped or not: a cancel that
+        // comes after the exit changes nothing (the core's table), whatever the watch.
+        let unreaped = Unreaped::new(&child);
+        let look = unreaped.clone();
+        completer.finished_check(move || look.exited());
+        let completer: SharedCompleter = Arc::new(std::sync::Mutex::new(Some(completer)));
         let pidfd = pidfd.map(Arc::new);
         let now = Instant::now();
         Watched {
@@ -152,11 +191,22 @@ impl Watched {
             stderr: None,
             completer,
             cancel_link: None,
+            unreaped,
         }
     }
 
     pub(crate) fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The job's completer, shared with the launch (which counts the child idle or running).
+    pub(crate) fn completer(&self) -> SharedCompleter {
+        self.completer.clone()
+    }
+
+    /// The job's token.
+    pub(crate) fn token(&self) -> &CancelToken {
+        &self.token
     }
 
     /// Whether the child's job was cancelled.
@@ -363,6 +413,7 @@ impl Watched {
         let Some(mut child) = self.child.take() else {
             return;
         };
+        self.unreaped.reaping();
         let status: io::Result<ExitStatus> = match lost {
             Some(err) => Err(err),
             None => {
@@ -387,6 +438,7 @@ impl Drop for Watched {
         // last resort, SIGKILL to the group and a reap on this thread (invariant 4).
         if let Some(mut child) = self.child.take() {
             self.target.send(Signal::KILL);
+            self.unreaped.reaping();
             let _ = child.wait();
         }
         // Finishes the job as stopped (the launch's share does not keep it alive).

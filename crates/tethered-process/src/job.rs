@@ -60,6 +60,24 @@ impl ProcessJob {
         ProcessJob { job, launch }
     }
 
+    /// The job's name: the one given with [`JobOptions::name`](tethered::JobOptions::name), or
+    /// else the program's (the last part of its path), as in a shutdown report.
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// use tethered::JobOptions;
+    /// use tethered_process::Process;
+    ///
+    /// let job = Process::new(Command::new("/bin/true")).spawn()?;
+    /// assert_eq!(job.name(), Some("true"));
+    /// let job = Process::new(Command::new("true")).spawn_with(JobOptions::new().name("probe"))?;
+    /// assert_eq!(job.name(), Some("probe"));
+    /// # Ok::<(), tethered::SpawnError>(())
+    /// ```
+    pub fn name(&self) -> Option<&str> {
+        self.job.name()
+    }
+
     /// The child's process id: always there for a job made by
     /// [`Process::spawn`](crate::Process::spawn), which starts the child before it returns;
     /// `None` while a job waits for a slot in its scope (see

@@ -19,7 +19,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use tethered::Completer;
+use tethered::{Completer, SpawnError};
 
 use crate::child::{SharedCompleter, StopPolicy, Watched};
 use crate::output::ProcessOutput;
@@ -51,9 +51,12 @@ pub(crate) struct Started {
 impl Spec {
     /// Starts the child. The supervisor is started first, so that no child exists if it cannot
     /// be.
-    pub(crate) fn start(&mut self) -> io::Result<Started> {
-        let supervisor = Supervisor::get()?;
-        let child = self.command.spawn()?;
+    pub(crate) fn start(&mut self) -> Result<Started, SpawnError> {
+        let supervisor = Supervisor::get().map_err(SpawnError::Thread)?;
+        let child = self
+            .command
+            .spawn()
+            .map_err(|err| SpawnError::Start(start_error(&self.command, err)))?;
         Ok(Started {
             pidfd: pidfd(&child),
             child,
@@ -72,7 +75,7 @@ impl Spec {
         started: Started,
         completer: Completer<ProcessOutput>,
         launch: &Launch,
-    ) -> io::Result<()> {
+    ) -> Result<(), SpawnError> {
         let Started {
             mut child,
             pidfd,
@@ -81,32 +84,29 @@ impl Spec {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let token = completer.token().clone();
         let id = supervisor.next_id();
-        let completer: SharedCompleter = Arc::new(std::sync::Mutex::new(Some(completer)));
-        launch.share(completer.clone());
         // From here on, dropping `watched` kills and reaps the child.
-        let mut watched = Watched::new(
-            id,
-            child,
-            self.own_group,
-            pidfd,
-            self.policy,
-            completer,
-            token.clone(),
-        );
+        let mut watched = Watched::new(id, child, self.own_group, pidfd, self.policy, completer);
+        launch.share(watched.completer());
+        let token = watched.token().clone();
         let pid = watched.pid();
         let (stdout, captured_stdout) = match stdout {
             Some(pipe) if self.capture_stdout => (
                 None,
-                Some(Pipe::new(OwnedFd::from(pipe), self.capture_limit)?),
+                Some(
+                    Pipe::new(OwnedFd::from(pipe), self.capture_limit)
+                        .map_err(SpawnError::Start)?,
+                ),
             ),
             pipe => (pipe, None),
         };
         let (stderr, captured_stderr) = match stderr {
             Some(pipe) if self.capture_stderr => (
                 None,
-                Some(Pipe::new(OwnedFd::from(pipe), self.capture_limit)?),
+                Some(
+                    Pipe::new(OwnedFd::from(pipe), self.capture_limit)
+                        .map_err(SpawnError::Start)?,
+                ),
             ),
             pipe => (pipe, None),
         };
@@ -122,6 +122,34 @@ impl Spec {
         supervisor.watch(watched);
         Ok(())
     }
+}
+
+/// `err` from starting `command`, with the program's name in its text (the OS's error names
+/// none) and its kind kept: `NotFound` for a missing program, `PermissionDenied`...
+fn start_error(command: &Command, err: io::Error) -> io::Error {
+    #[derive(Debug)]
+    struct Program {
+        program: String,
+        source: io::Error,
+    }
+    impl std::fmt::Display for Program {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "program `{}`", self.program)
+        }
+    }
+    impl std::error::Error for Program {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+    let program = command.get_program().to_string_lossy().into_owned();
+    io::Error::new(
+        err.kind(),
+        Program {
+            program,
+            source: err,
+        },
+    )
 }
 
 /// A pidfd of the just-started (so unreaped) child, unless the OS refuses one (before Linux
@@ -155,7 +183,7 @@ struct State {
     /// The spawn returned the job's handle: a later start error goes into the job's output.
     handed_out: bool,
     /// A start error for the spawn to return (the job was not handed out yet).
-    error: Option<io::Error>,
+    error: Option<SpawnError>,
     /// Woken when the stage leaves `Waiting`.
     waker: Option<Waker>,
     /// The started child's completer, shared with the supervisor (see `child.rs`).
@@ -218,7 +246,7 @@ impl Launch {
 
     /// The start failed: the spawn returns `err` if it has not returned yet; else the job
     /// completes with it through `completer` (`None`: the job finished stopped already).
-    pub(crate) fn failed(&self, err: io::Error, completer: Option<Completer<ProcessOutput>>) {
+    pub(crate) fn failed(&self, err: SpawnError, completer: Option<Completer<ProcessOutput>>) {
         let (waker, late) = {
             let mut state = self.lock();
             state.stage = Stage::NeverStarted;
@@ -272,7 +300,7 @@ impl Launch {
     }
 
     /// The spawn is about to return the job: its start error, if the start failed already.
-    pub(crate) fn hand_out(&self) -> Result<(), io::Error> {
+    pub(crate) fn hand_out(&self) -> Result<(), SpawnError> {
         let mut state = self.lock();
         match state.error.take() {
             Some(err) => Err(err),

@@ -110,12 +110,12 @@ impl ModelLaunch {
     }
 
     /// The start failed with `err`; `completer` is the job's.
-    pub fn failed(&self, err: io::Error, completer: Completer<ProcessOutput>) {
+    pub fn failed(&self, err: tethered::SpawnError, completer: Completer<ProcessOutput>) {
         self.0.failed(err, Some(completer));
     }
 
     /// The spawn hands the job out: the start's error if it failed before.
-    pub fn hand_out(&self) -> io::Result<()> {
+    pub fn hand_out(&self) -> Result<(), tethered::SpawnError> {
         self.0.hand_out()
     }
 }

@@ -11,8 +11,10 @@ use tethered::CancelReason;
 #[non_exhaustive]
 #[derive(Debug)]
 pub enum Ended {
-    /// It exited by itself, before any cancel reached it (a cancel that came after it had
-    /// exited changes nothing).
+    /// It exited by itself, before any cancel. A cancel that comes after the exit changes
+    /// nothing, even before the supervisor has reaped the child: the cancel returns `false`
+    /// and the job reads `Ok` with this, whichever way the supervisor watches the child (a
+    /// pidfd, or polling).
     Exited(ExitStatus),
     /// It was cancelled, got the polite signal, and was gone within the grace period.
     Stopped(ExitStatus),
@@ -27,7 +29,7 @@ pub enum Ended {
     /// and once it had one the child could not be started (a missing program, a permission):
     /// the spawn's error. A start that fails while the job is spawned is the spawn's error
     /// instead.
-    NeverStarted(io::Error),
+    NeverStarted(tethered::SpawnError),
 }
 
 impl Ended {
@@ -67,7 +69,11 @@ impl fmt::Display for Ended {
             }
             Ended::Killed(status) => write!(f, "killed after the grace ({status})"),
             Ended::Lost(err) => write!(f, "reaped elsewhere in this process ({err})"),
-            Ended::NeverStarted(err) => write!(f, "could not be started ({err})"),
+            Ended::NeverStarted(err) => write!(
+                f,
+                "could not be started ({})",
+                tethered::__private::error_chain(err)
+            ),
         }
     }
 }
@@ -141,7 +147,7 @@ impl ProcessOutput {
 
     /// The output of a child that could not be started after waiting for its scope's slot.
     #[cfg(unix)]
-    pub(crate) fn never_started(err: io::Error) -> ProcessOutput {
+    pub(crate) fn never_started(err: tethered::SpawnError) -> ProcessOutput {
         ProcessOutput {
             pid: None,
             ended: Ended::NeverStarted(err),

@@ -6,9 +6,10 @@ mod common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
+use std::time::Duration;
 
 use common::{Proc, sh};
-use tethered::{CancelReason, JobOptions, Tethered};
+use tethered::{CancelReason, JobOptions, NativeError, SpawnError, Tethered};
 use tethered_process::{Ended, Process};
 
 #[test]
@@ -40,15 +41,29 @@ fn a_child_killed_by_a_signal_of_its_own_exited_by_itself() {
     assert!(!output.success());
 }
 
+/// A start error is a `SpawnError`, as from every entry point of the family: `Start`, with the
+/// OS's error (its kind kept) naming the program.
 #[test]
-fn a_missing_program_is_the_io_error_at_once() {
-    let before = tethered::stats().spawned;
+fn a_missing_program_is_a_spawn_error_at_once_naming_it() {
     let err = Process::new(Command::new("/no/such/program"))
         .spawn()
         .expect_err("nothing to run");
-    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-    // No waiter was started for it (other tests may spawn meanwhile, so only a bound holds).
-    let _ = before;
+    let SpawnError::Start(io) = &err else {
+        panic!("a start error: {err:?}");
+    };
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    let chain = tethered::__private::error_chain(&err);
+    assert!(chain.contains("/no/such/program"), "{chain}");
+    assert!(chain.contains("No such file or directory"), "{chain}");
+    // The same through `spawn_with`, whatever the options.
+    let err = Process::new(Command::new("/no/such/program"))
+        .spawn_with(
+            JobOptions::new()
+                .name("missing")
+                .timeout(Duration::from_secs(5)),
+        )
+        .expect_err("nothing to run");
+    assert!(matches!(err, SpawnError::Start(_)), "{err:?}");
 }
 
 #[test]
@@ -59,22 +74,53 @@ fn a_program_without_permission_is_the_io_error_at_once() {
         .spawn()
         .expect_err("not executable");
     let _ = std::fs::remove_file(&path);
-    assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+    assert!(
+        matches!(&err, SpawnError::Start(io) if io.kind() == std::io::ErrorKind::PermissionDenied),
+        "{err:?}"
+    );
 }
 
+/// A job cancelled before its child starts never starts it, as a closure never runs (the
+/// core's table): a parent cancelled already, a zero timeout, a deadline already past. The
+/// pool's turns read the same (`tests/pool.rs`).
 #[test]
-fn a_parent_token_cancelled_before_the_spawn_stops_the_child_at_once() {
+fn a_job_cancelled_before_its_child_starts_never_starts_it() {
     let parent = tethered::CancelSource::new();
     parent.cancel(CancelReason::Shutdown);
-    let job = Process::new(common::busy())
-        .spawn_with(JobOptions::new().child_of(&parent.token()))
-        .expect("sh starts");
-    // The rescue may have stopped and reaped the child already: then there is none to look at.
-    let child = Proc::try_of(job.pid().expect("started"));
-    // The waiter never ran; a rescue stopped and reaped the child, and the job reads as the
-    // stop it is, with the rescue's output.
-    let output = common::stopped(CancelReason::Shutdown, job.join_blocking());
-    assert!(matches!(output.ended, Ended::Stopped(_)), "{output:?}");
-    assert_eq!(output.cancel_reason, Some(CancelReason::Shutdown));
-    assert!(child.is_none_or(|child| !child.exists()));
+    let cases = [
+        (
+            JobOptions::new().child_of(&parent.token()),
+            CancelReason::Shutdown,
+        ),
+        (
+            JobOptions::new().timeout(Duration::ZERO),
+            CancelReason::Timeout,
+        ),
+        (
+            JobOptions::new().deadline(std::time::Instant::now() - Duration::from_secs(1)),
+            CancelReason::Timeout,
+        ),
+    ];
+    for (options, reason) in cases {
+        // A child that would leave a mark if it ever ran.
+        let mark = std::env::temp_dir().join(format!(
+            "tethered-never-started-{}-{reason:?}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&mark);
+        let job = Process::new(sh(&format!("touch {}", mark.display())))
+            .spawn_with(options)
+            .expect("a stopped handle, not an error");
+        assert_eq!(job.pid(), None, "{reason:?}: no child was started");
+        match job.join_blocking() {
+            Err(NativeError::Cancelled {
+                reason: seen,
+                returned: None,
+                ..
+            }) => assert_eq!(seen, reason),
+            other => panic!("{reason:?}: expected a stop before the start: {other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!mark.exists(), "{reason:?}: the child ran");
+    }
 }

@@ -106,7 +106,10 @@ fn a_missing_program_is_an_error_at_build() {
     let missing = Pool::builder(|| Command::new("/no/such/worker"))
         .build()
         .unwrap_err();
-    assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    assert!(
+        matches!(&missing, tethered::SpawnError::Start(err) if err.kind() == io::ErrorKind::NotFound),
+        "{missing:?}"
+    );
 }
 
 #[test]
@@ -269,4 +272,99 @@ fn a_command_factory_that_panics_is_a_failed_start_not_a_dead_pool_thread() {
     assert_eq!(refused.cancel_reason(), Some(CancelReason::Failed));
     let report = pool.shutdown_blocking(SLACK);
     assert_eq!(report.stragglers.len(), 0);
+}
+
+/// The OS's name of every thread of this process (what `top -H` shows).
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+                .map(|name| name.trim_end().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A named turn's thread carries the turn's name while it runs, as every job's thread does,
+/// and its own name again after: `top -H` shows which request a seat is busy with.
+#[test]
+fn a_named_turn_names_its_thread_while_it_runs() {
+    let pool = Pool::builder(python(WORKER))
+        .build()
+        .expect("python3 starts");
+    let (inside_tx, inside) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let turn = pool
+        .run_with(
+            tethered::JobOptions::new().name("render-42"),
+            move |worker| {
+                let own = std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default();
+                inside_tx.send(own.trim_end().to_owned()).unwrap();
+                let _ = release.recv();
+                worker.send_line("1")?;
+                worker.read_line()
+            },
+        )
+        .expect("the turn is queued");
+    assert_eq!(inside.recv_timeout(SLACK).unwrap(), "render-42");
+    assert!(
+        thread_names().iter().any(|name| name == "render-42"),
+        "no thread of the process carries the turn's name: {:?}",
+        thread_names()
+    );
+    release_tx.send(()).unwrap();
+    assert_eq!(turn.join_blocking().unwrap().unwrap(), "done 1");
+    assert!(
+        wait_until(SLACK, || !thread_names()
+            .iter()
+            .any(|name| name == "render-42")),
+        "the seat's thread kept the finished turn's name: {:?}",
+        thread_names()
+    );
+    assert!(
+        thread_names()
+            .iter()
+            .any(|name| name.starts_with("tethered-pool"))
+    );
+}
+
+/// A turn whose deadline has passed, or whose parent is cancelled, never starts: no worker
+/// is touched, and the handle reads the stop at once.
+#[test]
+fn a_turn_cancelled_before_it_begins_never_touches_a_worker() {
+    let pool = Pool::builder(python(WORKER))
+        .build()
+        .expect("python3 starts");
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for options in [
+        tethered::JobOptions::new().timeout(Duration::ZERO),
+        tethered::JobOptions::new().deadline(Instant::now() - Duration::from_secs(1)),
+    ] {
+        let ran = ran.clone();
+        let turn = pool
+            .run_with(options, move |_worker| {
+                ran.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+            .expect("a stopped handle");
+        let stopped = turn.join_blocking().unwrap_err();
+        assert_eq!(stopped.cancel_reason(), Some(CancelReason::Timeout));
+        assert!(stopped.returned().is_none());
+    }
+    let parent = tethered::CancelSource::new();
+    parent.cancel(CancelReason::Shutdown);
+    let ran_too = ran.clone();
+    let turn = pool
+        .run_with(
+            tethered::JobOptions::new().child_of(&parent.token()),
+            move |_worker| ran_too.store(true, std::sync::atomic::Ordering::SeqCst),
+        )
+        .unwrap();
+    assert_eq!(
+        turn.join_blocking().unwrap_err().cancel_reason(),
+        Some(CancelReason::Shutdown)
+    );
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(pool.stats().served, 0);
 }

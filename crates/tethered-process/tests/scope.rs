@@ -133,7 +133,7 @@ fn a_waiting_child_that_cannot_start_resolves_to_never_started() {
         .expect("queued: its start comes later");
     let output = missing.join_blocking().expect("the job ran its start");
     assert!(
-        matches!(&output.ended, Ended::NeverStarted(err) if err.kind() == std::io::ErrorKind::NotFound),
+        matches!(&output.ended, Ended::NeverStarted(tethered::SpawnError::Start(err)) if err.kind() == std::io::ErrorKind::NotFound),
         "{output:?}"
     );
     assert_eq!(output.pid, None);
@@ -142,7 +142,10 @@ fn a_waiting_child_that_cannot_start_resolves_to_never_started() {
     let err = Process::new(std::process::Command::new("/no/such/program"))
         .spawn_with(JobOptions::new().in_scope(&scope))
         .unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    assert!(
+        matches!(&err, tethered::SpawnError::Start(io) if io.kind() == std::io::ErrorKind::NotFound),
+        "{err:?}"
+    );
     assert!(scope.is_empty());
 }
 

@@ -181,7 +181,7 @@ fn wait<T: Send + 'static>(py: Python<'_>, mut job: AbortableNative<T>) -> PyRes
                 None => value(result),
                 Some(err) => {
                     // The closure has returned (or its grace passed): its value is dropped.
-                    tethered::bridge::drop_contained(result);
+                    tethered::__private::drop_contained(result);
                     Err(err)
                 }
             };
@@ -213,7 +213,7 @@ fn value<T>(result: Result<T, NativeError<T>>) -> PyResult<T> {
         Ok(value) => Ok(value),
         Err(err) if err.cancel_reason() == Some(CancelReason::Timeout) => {
             let timeout = PyTimeoutError::new_err(timeout_message(&err));
-            tethered::bridge::drop_contained(err);
+            tethered::__private::drop_contained(err);
             Err(timeout)
         }
         // Cancelled from elsewhere (a parent token, a scope) after it returned: its value.
@@ -237,7 +237,7 @@ fn value<T>(result: Result<T, NativeError<T>>) -> PyResult<T> {
         ))),
         Err(err) => {
             let message = format!("the native call stopped: {err}");
-            tethered::bridge::drop_contained(err);
+            tethered::__private::drop_contained(err);
             Err(PyRuntimeError::new_err(message))
         }
     }

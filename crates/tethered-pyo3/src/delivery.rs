@@ -24,7 +24,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
 
-use tethered::bridge::PerProcess;
+use tethered::__private::PerProcess;
 
 /// A delivery: converts an outcome under the GIL and hands it to its loop.
 type Delivery = Box<dyn FnOnce() + Send>;

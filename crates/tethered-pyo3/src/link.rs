@@ -149,7 +149,7 @@ impl Link {
 
     fn deliver(&self, result: Result<Convert, NativeError<Convert>>) {
         // Nothing of a user's (a conversion, a drop) may unwind into the thread that woke us.
-        let _contained = tethered::bridge::catch_panic(move || {
+        let _contained = tethered::__private::catch_panic(move || {
             if !self.tie.is_wanted() {
                 return; // `result` is dropped detached; pyo3 defers its reference drops
             }

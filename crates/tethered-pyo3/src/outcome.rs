@@ -32,7 +32,7 @@ pub(crate) fn to_python(
         Ok(convert) => return converted(py, convert),
         Err(err) if err.cancel_reason() == Some(CancelReason::Timeout) => {
             let timeout = PyTimeoutError::new_err(timeout_message(&err));
-            tethered::bridge::drop_contained(err);
+            tethered::__private::drop_contained(err);
             return (Settle::Exception, timeout.into_value(py).into_any());
         }
         Err(NativeError::Cancelled {
@@ -62,7 +62,7 @@ pub(crate) fn to_python(
     };
     // What the closure returned after a cancel, and a panic payload, are user data whose drop
     // may panic.
-    tethered::bridge::drop_contained(err);
+    tethered::__private::drop_contained(err);
     outcome
 }
 
@@ -80,7 +80,7 @@ pub(crate) fn timeout_message<T>(err: &NativeError<T>) -> String {
 
 /// The closure's value converted, or what its conversion raised.
 fn converted(py: Python<'_>, convert: Convert) -> (Settle, Py<PyAny>) {
-    match tethered::bridge::catch_panic(|| convert(py)) {
+    match tethered::__private::catch_panic(|| convert(py)) {
         Ok(Ok(value)) => (Settle::Result, value),
         Ok(Err(err)) => (Settle::Exception, err.into_value(py).into_any()),
         Err(panic) => (Settle::Exception, panic_exception(py, panic.message())),

@@ -18,7 +18,7 @@ use crate::SmolSpawner;
 /// Never in practice: the `blocking` pool takes every job. A pool that refused a job while
 /// shutting down would give a handle already stopped with
 /// [`CancelReason::Shutdown`](tethered::CancelReason::Shutdown), as every adapter's
-/// `spawn_native` does ([`spawned_or_stopped`](tethered::bridge::spawned_or_stopped)); any
+/// `spawn_native` does ([`spawned_or_stopped`](tethered::__private::spawned_or_stopped)); any
 /// other refusal panics with its message.
 ///
 /// ```
@@ -40,7 +40,7 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    tethered::bridge::spawned_or_stopped(spawn_native_with(JobOptions::new(), f))
+    tethered::__private::spawned_or_stopped(spawn_native_with(JobOptions::new(), f))
 }
 
 /// [`spawn_native`] with [`JobOptions`]: a name, a deadline, a grace, a request's token, a
@@ -75,5 +75,5 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    tethered::bridge::spawn_or(options, || Ok(SmolSpawner::new()), f)
+    tethered::__private::spawn_or(options, || Ok(SmolSpawner::new()), f)
 }

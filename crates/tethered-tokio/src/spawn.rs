@@ -58,7 +58,7 @@ where
             "`tethered_tokio::spawn_native`: {err}; `spawn_native_with` returns this as an error"
         );
     }
-    tethered::bridge::spawned_or_stopped(spawned)
+    tethered::__private::spawned_or_stopped(spawned)
 }
 
 /// [`spawn_native`] with [`JobOptions`]: a name, a deadline, a grace, a request's token, a
@@ -101,5 +101,5 @@ where
     T: Send + 'static,
     F: FnOnce(CancelToken) -> T + Send + 'static,
 {
-    tethered::bridge::spawn_or(options, TokioSpawner::try_current, f)
+    tethered::__private::spawn_or(options, TokioSpawner::try_current, f)
 }

@@ -68,7 +68,7 @@ pub(crate) fn keep(join: JoinHandle<()>) {
     // Whatever is let go of is dropped outside the borrow, contained: a task's last drop may
     // drop what its runtime's hooks captured, which is user code. `join` is still here if the
     // thread's locals are being destroyed or the thread keeps `MAX_KEPT` already.
-    tethered::bridge::drop_contained((let_go, join));
+    tethered::__private::drop_contained((let_go, join));
 }
 
 impl Stash {
@@ -108,7 +108,7 @@ impl Stash {
 impl Drop for Stash {
     fn drop(&mut self) {
         // The thread exits: its kept handles go, contained (see `keep`).
-        tethered::bridge::drop_contained(std::mem::take(&mut self.handles));
+        tethered::__private::drop_contained(std::mem::take(&mut self.handles));
     }
 }
 

@@ -40,6 +40,11 @@ pub struct Armed<R> {
     guard: Option<CallbackGuard>,
 }
 
+// The resource changes hands only under the slot's lock, and the unblock action (user code)
+// runs with no lock held, contained: a panic leaves the slot whole, whatever `R` is.
+impl<R> std::panic::UnwindSafe for Armed<R> {}
+impl<R> std::panic::RefUnwindSafe for Armed<R> {}
+
 struct Slot<R> {
     resource: Mutex<Option<R>>,
     /// [`IDLE`] until the action starts, [`FIRED`] once it has.

@@ -41,7 +41,7 @@ pub(crate) fn run_contained<R>(f: impl FnOnce() -> R) -> Option<R> {
 /// }
 ///
 /// let before = tethered::stats().drop_panics;
-/// tethered::bridge::drop_contained(Grumpy); // returns normally
+/// tethered::__private::drop_contained(Grumpy); // returns normally
 /// assert!(tethered::stats().drop_panics > before);
 /// ```
 pub fn drop_contained<T>(value: T) {
@@ -63,9 +63,9 @@ pub fn drop_contained<T>(value: T) {
 /// The panic, as a [`JobPanic`](crate::JobPanic), if `f` panicked.
 ///
 /// ```
-/// let caught = tethered::bridge::catch_panic(|| -> u32 { panic!("bad conversion") });
+/// let caught = tethered::__private::catch_panic(|| -> u32 { panic!("bad conversion") });
 /// assert_eq!(caught.unwrap_err().message(), Some("bad conversion"));
-/// assert_eq!(tethered::bridge::catch_panic(|| 7).unwrap(), 7);
+/// assert_eq!(tethered::__private::catch_panic(|| 7).unwrap(), 7);
 /// ```
 pub fn catch_panic<R>(f: impl FnOnce() -> R) -> Result<R, crate::JobPanic> {
     catch_unwind(AssertUnwindSafe(f)).map_err(crate::JobPanic::new)

@@ -1,5 +1,5 @@
 //! [`Deferred`]: the runner of an external job that waits for its scope's slot before its work
-//! starts (made by [`external`](crate::bridge::external) in a scope).
+//! starts (made by [`spawn_external`](crate::spawn_external) in a scope).
 //!
 //! Its `run` hands the job's [`Completer`] to the start function once the scope has a slot for
 //! the job (at once, or on the scope's spawner when one frees); a job cancelled while it waits

@@ -29,8 +29,10 @@ use crate::spawn_error::SpawnError;
 use crate::sync::{self, Arc, Mutex};
 use crate::token::CancelToken;
 
-/// What a member of a [`JobGroup`] resolves to: its handle's result.
-pub type Joined<T, E> = Result<Result<T, E>, NativeError<Result<T, E>>>;
+/// What a member of a [`JobGroup`] resolves to: its handle's result, with the error a closure
+/// returned shared behind an `Arc`: a failure is also the cause its siblings read
+/// ([`GroupFailure::error`]), the same value.
+pub type Joined<T, E> = Result<Result<T, Arc<E>>, NativeError<Result<T, Arc<E>>>>;
 
 /// A fail-fast group of jobs whose closures return `Result<T, E>`: the first to fail (return
 /// `Err`, or panic) cancels every other with [`CancelReason::Failed`] and a [`Cause`] that names
@@ -39,7 +41,10 @@ pub type Joined<T, E> = Result<Result<T, E>, NativeError<Result<T, E>>>;
 ///
 /// Each result reads as its handle's would: the failing job's own `Ok(Err(e))` or
 /// `Err(NativeError::Panicked(..))`, and its siblings' `Err(NativeError::Cancelled { reason:
-/// Failed, .. })` with what each returned. Dropping the group cancels every job still in it
+/// Failed, .. })` with what each returned. The error a closure returned comes back shared
+/// (`Arc<E>`, an `Error` too): the first one is also the source of the siblings' cause, so
+/// they can read what failed, typed ([`Cause::downcast_ref`] finds it), as `cancel_with_cause`
+/// gives its error itself. Dropping the group cancels every job still in it
 /// with [`CancelReason::Dropped`]; a cancel from outside (a parent token, [`cancel_all`](Self::cancel_all))
 /// is not a failure.
 ///
@@ -55,7 +60,7 @@ pub type Joined<T, E> = Result<Result<T, E>, NativeError<Result<T, E>>>;
 /// let (mut failed, mut stopped) = (0, 0);
 /// while let Some(joined) = futures_executor::block_on(group.join_next()) {
 ///     match joined {
-///         Ok(Err(_)) => failed += 1, // "parse" failed...
+///         Ok(Err(_)) => failed += 1, // "parse" failed (its error, shared: an `Arc<fmt::Error>`)...
 ///         Err(stop) => {
 ///             // ...which stopped "render", with a cause that names "parse".
 ///             assert_eq!(stop.cancel_reason(), Some(CancelReason::Failed));
@@ -115,7 +120,10 @@ impl Wake for MemberWaker {
 }
 
 /// The cause a [`JobGroup`] cancels the other members with when one fails: which job failed,
-/// and how. Read it from a cancelled sibling's token or error ([`Cause::downcast_ref`]).
+/// and how, with the error it returned (or its panic's message) as its
+/// [`source`](std::error::Error::source). Read it from a cancelled sibling's token or error:
+/// [`Cause::downcast_ref`] finds the `GroupFailure`, and the job's own error type too, which is
+/// this failure's source.
 ///
 /// ```
 /// use tethered::{GroupFailure, JobGroup, JobOptions, Tethered};
@@ -125,19 +133,27 @@ impl Wake for MemberWaker {
 /// group.spawn(JobOptions::new(), move |token| {
 ///     token.wait();
 ///     let cause = token.cause().unwrap();
-///     seen_tx.send(cause.downcast_ref::<GroupFailure>().unwrap().to_string()).unwrap();
+///     let failure = cause.downcast_ref::<GroupFailure>().unwrap();
+///     // The error the failing job returned, typed: the failure's source.
+///     let refused = cause.downcast_ref::<std::io::Error>().unwrap();
+///     seen_tx.send((failure.to_string(), refused.kind())).unwrap();
 ///     Ok(())
 /// })?;
-/// group.spawn(JobOptions::new().name("fetch"), |_| Err::<(), _>(std::io::Error::other("refused")))?;
+/// group.spawn(JobOptions::new().name("fetch"), |_| {
+///     Err::<(), _>(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"))
+/// })?;
 /// while futures_executor::block_on(group.join_next()).is_some() {}
-/// assert!(seen.recv().unwrap().ends_with("\"fetch\" failed: refused"));
+/// let (failure, kind) = seen.recv().unwrap();
+/// assert!(failure.ends_with("\"fetch\" failed: refused"));
+/// assert_eq!(kind, std::io::ErrorKind::ConnectionRefused);
 /// # Ok::<(), tethered::SpawnError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct GroupFailure {
     job: JobId,
     name: Option<Arc<str>>,
-    message: String,
+    /// The job's error (the same value its result holds), or its panic's message.
+    error: Cause,
 }
 
 impl GroupFailure {
@@ -151,27 +167,33 @@ impl GroupFailure {
         self.name.as_deref()
     }
 
-    /// How it failed: its error's `Display`, or the panic's message.
-    pub fn message(&self) -> &str {
-        &self.message
+    /// How it failed: the error its closure returned (the same value as in its result), or,
+    /// if it panicked, the panic's message. Also this failure's
+    /// [`source`](std::error::Error::source).
+    pub fn error(&self) -> &Cause {
+        &self.error
     }
 }
 
 impl fmt::Display for GroupFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.name {
-            Some(name) => write!(f, "job {} \"{name}\" failed: {}", self.job, self.message),
-            None => write!(f, "job {} failed: {}", self.job, self.message),
+            Some(name) => write!(f, "job {} \"{name}\" failed: {}", self.job, self.error),
+            None => write!(f, "job {} failed: {}", self.job, self.error),
         }
     }
 }
 
-impl std::error::Error for GroupFailure {}
+impl std::error::Error for GroupFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.error.as_error())
+    }
+}
 
 impl<T, E> JobGroup<T, E>
 where
     T: Send + 'static,
-    E: fmt::Display + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
 {
     /// An empty group.
     pub fn new() -> Self {
@@ -316,12 +338,13 @@ where
             let id = member.handle.id();
             let name = member.handle.name().map(Arc::from);
             drop(member);
+            let result = shared(result);
             if self.failed.is_none() {
-                if let Some(message) = failure(&result) {
+                if let Some(error) = failure(&result) {
                     self.fail(GroupFailure {
                         job: id,
                         name,
-                        message,
+                        error,
                     });
                 }
             }
@@ -342,11 +365,24 @@ where
     }
 }
 
-/// How a member's result failed, if it did: its own error, or a panic. A stop is no failure.
-fn failure<T, E: fmt::Display>(result: &Joined<T, E>) -> Option<String> {
+/// A member's result with its closure's error put behind an `Arc`, to be shared with the
+/// failure its siblings read.
+fn shared<T, E>(result: Result<Result<T, E>, NativeError<Result<T, E>>>) -> Joined<T, E> {
     match result {
-        Ok(Err(error)) => Some(error.to_string()),
-        Err(NativeError::Panicked(panic)) => Some(format!("panicked: {panic}")),
+        Ok(value) => Ok(value.map_err(Arc::new)),
+        Err(err) => Err(err.map_returned(|value| value.map_err(Arc::new))),
+    }
+}
+
+/// How a member's result failed, if it did: its own error (the same `Arc`), or a panic's
+/// message. A stop is no failure.
+fn failure<T, E>(result: &Joined<T, E>) -> Option<Cause>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match result {
+        Ok(Err(error)) => Some(Cause::from_arc(error.clone())),
+        Err(NativeError::Panicked(panic)) => Some(Cause::msg(format!("panicked: {panic}"))),
         _ => None,
     }
 }
@@ -354,7 +390,7 @@ fn failure<T, E: fmt::Display>(result: &Joined<T, E>) -> Option<String> {
 impl<T, E> Default for JobGroup<T, E>
 where
     T: Send + 'static,
-    E: fmt::Display + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
 {
     fn default() -> Self {
         JobGroup::new()
@@ -379,7 +415,7 @@ pub struct JoinNext<'a, T, E> {
 impl<T, E> Future for JoinNext<'_, T, E>
 where
     T: Send + 'static,
-    E: fmt::Display + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
 {
     type Output = Option<Joined<T, E>>;
 
@@ -405,7 +441,7 @@ pub struct JoinNextWithId<'a, T, E> {
 impl<T, E> Future for JoinNextWithId<'_, T, E>
 where
     T: Send + 'static,
-    E: fmt::Display + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
 {
     type Output = Option<(JobId, Joined<T, E>)>;
 

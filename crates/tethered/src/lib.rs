@@ -47,8 +47,8 @@
 //! | several at once, the first failure stopping the rest | [`JobGroup`] | fail-fast, results as they come (`join_next`) |
 //! | on a thread of its own (a CLI, a test, a few long jobs), or on a pool you name | [`AbortableNative::spawn`], or [`spawn`] with [`JobOptions::on`] | no runtime needed |
 //!
-//! A job whose work runs elsewhere (a child process's supervisor, a foreign event loop) is
-//! made by [`bridge::external`], and a [`Completer`] publishes its result.
+//! A job whose work runs elsewhere (a child process's supervisor, a foreign event loop, a
+//! device) is made by [`spawn_external`], and a [`Completer`] publishes its result.
 //!
 //! # Reading a stop
 //!
@@ -89,7 +89,8 @@
 //!   a deadline and a [`ShutdownReport`] of the stragglers. [`JobGroup`]: a fail-fast group.
 //! - [`stats()`]: process-wide counts of running, idle, detached and cancelled jobs, so a leak
 //!   shows; [`testing::assert_all_returned`] ends a test with proof of it.
-//! - [`bridge`]: what adapters and language bridges build on.
+//! - [`spawn_external`] and [`Completer`]: a job whose work runs elsewhere, with the same
+//!   handle, token, name, counts and reading of its stop as any other.
 //!
 //! # Features
 //!
@@ -145,7 +146,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod armed;
-pub mod bridge;
 mod callback;
 mod cancel_on_drop;
 mod completer;
@@ -193,6 +193,7 @@ pub use group::{GroupFailure, JobGroup, JoinNext, JoinNextWithId, Joined};
 pub use job_id::JobId;
 pub use native::{
     AbortHandle, AbortableNative, CancelAndJoin, CancelWhen, Tethered, Timeout, spawn,
+    spawn_external,
 };
 pub use options::{ExternalPlacement, InScope, JobOptions, OnSpawner, Placement, Unplaced};
 pub use panic::{JobPanic, PanicPolicy};
@@ -207,3 +208,15 @@ pub use thread_spawner::ThreadSpawner;
 pub use token::{CancelGuard, CancelSource, CancelToken};
 pub use until::RunUntilCancelled;
 pub use wait::WaitCancelled;
+
+/// Not public API: what the crates of the tethered family (the runtime adapters, the process
+/// supervisor, the language bridges) share with the core. They depend on this crate's exact
+/// version; anything here may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::contain::{catch_panic, drop_contained};
+    pub use crate::native::{spawn_or, spawned_or_stopped};
+    pub use crate::per_process::PerProcess;
+    pub use crate::reason::error_chain;
+    pub use crate::spin::{SPIN, spin_until};
+}

@@ -83,6 +83,11 @@ pub(crate) enum Place {
     Scope(Arc<ScopeState>),
 }
 
+// Options are a plain value; the spawner in them is called only by a spawn, with no lock held,
+// and a panic in it is contained (see `ScopeState`).
+impl std::panic::UnwindSafe for Place {}
+impl std::panic::RefUnwindSafe for Place {}
+
 /// The placement of [`JobOptions`] that leaves the choice to the entry point: a thread of its
 /// own for [`spawn`](crate::spawn), the runtime's blocking pool for an adapter's
 /// `spawn_native_with`, the child's own process for `tethered-process`.

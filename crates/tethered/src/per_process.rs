@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use tethered::bridge::PerProcess;
+/// use tethered::__private::PerProcess;
 ///
 /// static MADE: AtomicUsize = AtomicUsize::new(0);
 /// static COUNTER: PerProcess<AtomicUsize> = PerProcess::new(|| {

@@ -95,6 +95,11 @@ impl fmt::Display for CancelReason {
 #[derive(Clone)]
 pub struct Cause(Arc<dyn Error + Send + Sync + 'static>);
 
+// A cause is an immutable shared error: nothing here changes it, so no panic can leave it
+// half-changed, and a caller may hold one across `catch_unwind` (as `anyhow::Error` may).
+impl std::panic::UnwindSafe for Cause {}
+impl std::panic::RefUnwindSafe for Cause {}
+
 impl Cause {
     /// A cause holding `error`.
     pub fn new<E: Error + Send + Sync + 'static>(error: E) -> Self {
@@ -121,14 +126,50 @@ impl Cause {
         Cause(Arc::from(error))
     }
 
-    /// The error, if it is an `E`.
+    /// The error as an `E`: the cause itself if it is one, or else the first error of its
+    /// [`source`](Error::source) chain that is (a [`JobGroup`](crate::JobGroup) sibling's cause
+    /// is a [`GroupFailure`](crate::GroupFailure) whose source is the error the failing job
+    /// returned: both are found here).
+    ///
+    /// ```
+    /// use tethered::Cause;
+    ///
+    /// #[derive(Debug)]
+    /// struct Wrapped(std::io::Error);
+    /// impl std::fmt::Display for Wrapped {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         write!(f, "the upload failed")
+    ///     }
+    /// }
+    /// impl std::error::Error for Wrapped {
+    ///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+    ///         Some(&self.0)
+    ///     }
+    /// }
+    ///
+    /// let cause = Cause::new(Wrapped(std::io::Error::other("disk full")));
+    /// assert!(cause.downcast_ref::<Wrapped>().is_some());
+    /// assert_eq!(cause.downcast_ref::<std::io::Error>().unwrap().to_string(), "disk full");
+    /// assert!(cause.downcast_ref::<std::fmt::Error>().is_none());
+    /// ```
     pub fn downcast_ref<E: Error + 'static>(&self) -> Option<&E> {
-        self.0.downcast_ref::<E>()
+        let mut next: Option<&(dyn Error + 'static)> = Some(self.as_error());
+        // At most this many links: an error whose source chain loops ends the search.
+        let mut links = MAX_CHAIN;
+        while let Some(error) = next.filter(|_| links > 0) {
+            links -= 1;
+            if let Some(found) = error.downcast_ref::<E>() {
+                return Some(found);
+            }
+            next = error.source();
+        }
+        None
     }
 
-    /// Whether the error is an `E`.
+    /// Whether the error, or an error of its source chain, is an `E` (see
+    /// [`downcast_ref`](Self::downcast_ref)).
     pub fn is<E: Error + 'static>(&self) -> bool {
-        self.0.is::<E>()
+        self.downcast_ref::<E>().is_some()
     }
 
     /// The error, as a trait object (for an error chain: `source()` of a [`Cancelled`]).
@@ -165,6 +206,10 @@ impl fmt::Debug for Cause {
         fmt::Debug::fmt(&*self.0, f)
     }
 }
+
+/// How many errors of a source chain a search looks at: a chain that loops (an error whose
+/// `source` is itself) must not hang the caller.
+pub(crate) const MAX_CHAIN: usize = 256;
 
 /// The error behind [`Cause::msg`].
 #[derive(Debug)]
@@ -263,4 +308,27 @@ impl From<Cancelled> for CancelReason {
     fn from(cancelled: Cancelled) -> Self {
         cancelled.reason
     }
+}
+
+/// `err`'s message followed by each of its sources', joined with ": ": the whole story in one
+/// line, for a panic message or a log line (an error's own `Display` never repeats its
+/// source).
+///
+/// ```
+/// let err = tethered::SpawnError::other("no capacity left");
+/// assert_eq!(err.to_string(), "the spawner failed");
+/// assert_eq!(tethered::__private::error_chain(&err), "the spawner failed: no capacity left");
+/// ```
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut next = err.source();
+    // A chain that loops (an error whose `source` is itself) is cut short.
+    let mut links = MAX_CHAIN;
+    while let Some(source) = next.filter(|_| links > 0) {
+        links -= 1;
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        next = source.source();
+    }
+    text
 }

@@ -20,6 +20,9 @@ use std::io;
 pub enum SpawnError {
     /// The operating system refused to start a thread.
     Thread(io::Error),
+    /// The work itself could not be started: a child process whose program is missing or not
+    /// executable, or that the operating system refused. Its source says which.
+    Start(io::Error),
     /// The job has a deadline, and the crate's timer thread, which keeps it, could not be
     /// started.
     Timer(io::Error),
@@ -45,6 +48,10 @@ pub enum SpawnError {
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
+// An error value, never changed once made (its `Other` error is the spawner's: see `Cause`).
+impl std::panic::UnwindSafe for SpawnError {}
+impl std::panic::RefUnwindSafe for SpawnError {}
+
 impl SpawnError {
     /// A [`SpawnError::NoRuntime`].
     pub fn no_runtime(runtime: &'static str, hint: &'static str) -> Self {
@@ -66,6 +73,7 @@ impl fmt::Display for SpawnError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SpawnError::Thread(_) => f.write_str("the operating system refused to start a thread"),
+            SpawnError::Start(_) => f.write_str("the work could not be started"),
             SpawnError::Timer(_) => f.write_str(
                 "the job has a deadline and the timer thread that keeps it could not be started",
             ),
@@ -89,7 +97,7 @@ impl fmt::Display for SpawnError {
 impl std::error::Error for SpawnError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            SpawnError::Thread(err) | SpawnError::Timer(err) => Some(err),
+            SpawnError::Thread(err) | SpawnError::Timer(err) | SpawnError::Start(err) => Some(err),
             SpawnError::Other(err) => Some(&**err),
             _ => None,
         }

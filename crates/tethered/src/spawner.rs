@@ -120,6 +120,11 @@ pub struct Runnable {
     job: Option<Arc<dyn RunJob>>,
 }
 
+// See `AbortableNative`: running or dropping the task changes the job's state only under its
+// lock, and the closure's panic is caught.
+impl std::panic::UnwindSafe for Runnable {}
+impl std::panic::RefUnwindSafe for Runnable {}
+
 impl Runnable {
     pub(crate) fn new(job: Arc<dyn RunJob>) -> Self {
         Runnable { job: Some(job) }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// last job of a burst.
 ///
 /// ```
-/// assert!(tethered::bridge::SPIN < std::time::Duration::from_millis(1));
+/// assert!(tethered::__private::SPIN < std::time::Duration::from_millis(1));
 /// ```
 pub const SPIN: Duration = Duration::from_micros(50);
 
@@ -29,7 +29,7 @@ pub const SPIN: Duration = Duration::from_micros(50);
 /// ```
 /// use std::sync::atomic::{AtomicBool, Ordering};
 /// use std::time::Duration;
-/// use tethered::bridge::spin_until;
+/// use tethered::__private::spin_until;
 ///
 /// // What a pool's worker between jobs watches (the queue itself is behind a lock).
 /// let job_queued = AtomicBool::new(false);

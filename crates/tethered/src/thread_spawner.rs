@@ -16,7 +16,7 @@
 //!
 //! Each waiting thread has one [`Seat`], found through the cache's list of idle seats by name
 //! and stack size, the most recently idle first (so the others reach their keep-alive and go).
-//! The thread watches its seat for [`SPIN`](crate::bridge::SPIN) before it sleeps on it: the
+//! The thread watches its seat for `SPIN` (`spin.rs`) before it sleeps on it: the
 //! next call of a caller awaiting one call after another comes within tens of microseconds,
 //! and then costs no wake-up.
 //!
@@ -33,7 +33,7 @@
 //! finds its keep-alive over takes itself out, under the seat's lock: so a job handed to a
 //! seat is always run, and a seat handed nothing never keeps its thread.
 //!
-//! The cache is per process ([`PerProcess`](crate::bridge::PerProcess)): a forked child starts
+//! The cache is per process (`PerProcess`): a forked child starts
 //! its own, without its parent's threads. Under `--cfg tethered_loom` a `static` cannot hold
 //! loom primitives, so the cache serves only the loom models (which make their own), and a
 //! keep-alive there passes at once: every order of a hand-off against a thread leaving is
@@ -58,7 +58,7 @@ use crate::sync::{self, Arc, AtomicBool, Condvar, Mutex, Ordering};
 /// Every job starts at once, however many run: none waits for another's thread. A thread whose
 /// job returned waits a few seconds for another job that would get the same name and stack
 /// size, and runs it instead of a new thread starting (a thread costs tens of microseconds to
-/// start, more than a short job). It spins for the first [`SPIN`](crate::bridge::SPIN) of that
+/// start, more than a short job). It spins for the first `SPIN` (`spin.rs`) of that
 /// wait, then sleeps. So a job may find thread-locals an earlier job on its thread
 /// left; a job that needs a pristine thread starts one itself (see [`Spawner`]'s example). A
 /// thread named after its own job ([`JobOptions::name`](crate::JobOptions::name)) is not kept:
@@ -146,7 +146,7 @@ pub(crate) struct ThreadCache {
 type ByName = HashMap<Arc<str>, Vec<Arc<Seat>>>;
 
 /// Where a thread between jobs waits for the next one: it watches [`Seat::ready`] for
-/// [`SPIN`](crate::bridge::SPIN), then sleeps on [`Seat::handed`].
+/// `SPIN` (`spin.rs`), then sleeps on [`Seat::handed`].
 struct Seat {
     state: Mutex<SeatLock>,
     handed: Condvar,

@@ -128,7 +128,7 @@ fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_s
     let jobs: Vec<_> = (0..5)
         .map(|i| {
             let started_tx = started_tx.clone();
-            tethered::bridge::external(JobOptions::new().in_scope(&scope), move |completer| {
+            tethered::spawn_external(JobOptions::new().in_scope(&scope), move |completer| {
                 started_tx.send((i, completer)).unwrap();
             })
             .unwrap()
@@ -163,13 +163,13 @@ fn in_a_scope_an_external_job_holds_its_slot_until_completed_and_a_waiting_one_s
 fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() {
     let scope = tethered::NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
     let (keep_tx, keep) = mpsc::channel();
-    let first = tethered::bridge::external(
+    let first = tethered::spawn_external(
         JobOptions::new().in_scope(&scope),
         move |completer: tethered::Completer<()>| keep_tx.send(completer).unwrap(),
     )
     .unwrap();
     let (ran_tx, ran) = mpsc::channel::<()>();
-    let waiting = tethered::bridge::external(
+    let waiting = tethered::spawn_external(
         JobOptions::new().in_scope(&scope),
         move |completer: tethered::Completer<()>| {
             ran_tx.send(()).unwrap();
@@ -199,14 +199,14 @@ fn a_waiting_external_job_that_is_cancelled_never_starts_and_leaves_its_queue() 
 #[test]
 fn a_panicking_start_stops_its_job_and_frees_the_slot() {
     let scope = tethered::NativeScope::new().with_max_running(NonZeroUsize::new(1).unwrap());
-    let broken = tethered::bridge::external(
+    let broken = tethered::spawn_external(
         JobOptions::new().in_scope(&scope),
         |_completer: tethered::Completer<u8>| panic!("the start failed"),
     )
     .unwrap();
     let stopped = broken.join_blocking().unwrap_err();
     assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
-    let next = tethered::bridge::external(JobOptions::new().in_scope(&scope), |completer| {
+    let next = tethered::spawn_external(JobOptions::new().in_scope(&scope), |completer| {
         completer.complete(5u8)
     })
     .unwrap();
@@ -217,7 +217,7 @@ fn a_panicking_start_stops_its_job_and_frees_the_slot() {
 fn a_closed_scope_refuses_an_external_job_and_never_starts_it() {
     let scope = tethered::NativeScope::new();
     scope.shutdown_blocking(Duration::from_secs(1));
-    let refused = tethered::bridge::external(
+    let refused = tethered::spawn_external(
         JobOptions::new().in_scope(&scope),
         |_completer: tethered::Completer<()>| unreachable!("a closed scope starts nothing"),
     )
@@ -230,7 +230,7 @@ fn a_scope_whose_outer_token_is_cancelled_never_starts_an_external_job() {
     let server = CancelSource::new();
     let scope = tethered::NativeScope::new().child_of(&server.token());
     server.cancel(CancelReason::Shutdown);
-    let job = tethered::bridge::external(
+    let job = tethered::spawn_external(
         JobOptions::new().in_scope(&scope),
         |_completer: tethered::Completer<()>| {
             unreachable!("its token was cancelled before the start")
@@ -239,4 +239,131 @@ fn a_scope_whose_outer_token_is_cancelled_never_starts_an_external_job() {
     .unwrap();
     let stopped = job.join_blocking().unwrap_err();
     assert_eq!(stopped.cancel_reason(), Some(CancelReason::Shutdown));
+}
+
+/// Work that finished, its result not yet published (a child that exited, not yet reaped):
+/// with a finished check, a cancel then changes nothing, by the handle, by a parent's walk, as
+/// after a closure returned; before the finish, a cancel stops it as always.
+#[test]
+fn a_cancel_after_the_work_finished_unreported_changes_nothing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    // The handle's own cancel.
+    let (job, completer) = support::external::<&str>(JobOptions::new());
+    let finished = Arc::new(AtomicBool::new(false));
+    let seen = finished.clone();
+    completer.finished_check(move || seen.load(Ordering::Acquire));
+    finished.store(true, Ordering::Release);
+    assert!(
+        !job.cancel(CancelReason::Requested),
+        "the work had finished"
+    );
+    assert!(!job.token().is_cancelled());
+    completer.complete("done");
+    assert_eq!(job.join_blocking().unwrap(), "done");
+
+    // A parent's cancel reaching it on its walk.
+    let parent = CancelSource::new();
+    let (job, completer) = support::external::<&str>(JobOptions::new().child_of(&parent.token()));
+    completer.finished_check(|| true);
+    assert!(parent.cancel(CancelReason::Shutdown));
+    assert!(!job.token().is_cancelled());
+    completer.complete("done");
+    assert_eq!(job.join_blocking().unwrap(), "done");
+
+    // Before the finish, a cancel stops it; the check is then dropped (it may hold a
+    // descriptor), and asked no more.
+    let (job, completer) = support::external::<&str>(JobOptions::new());
+    let held = Arc::new(());
+    let in_check = held.clone();
+    completer.finished_check(move || {
+        let _ = &in_check;
+        false
+    });
+    assert_eq!(Arc::strong_count(&held), 2);
+    assert!(job.cancel(CancelReason::Requested));
+    assert_eq!(
+        Arc::strong_count(&held),
+        1,
+        "the check went with the decision"
+    );
+    completer.complete("partial");
+    let stopped = job.join_blocking().unwrap_err();
+    assert_eq!(stopped.cancel_reason(), Some(CancelReason::Requested));
+    assert_eq!(stopped.into_returned(), Some("partial"));
+}
+
+/// A check that panics reads as "not finished": the cancel goes on, and nothing escapes.
+#[test]
+fn a_finished_check_that_panics_lets_the_cancel_stop_the_work() {
+    let (job, completer) = support::external::<u32>(JobOptions::new());
+    completer.finished_check(|| panic!("a check that panics"));
+    assert!(job.cancel(CancelReason::Timeout));
+    drop(completer);
+    assert_eq!(
+        job.join_blocking().unwrap_err().cancel_reason(),
+        Some(CancelReason::Timeout)
+    );
+}
+
+/// A job cancelled before it begins (a zero timeout, a deadline past, a cancelled parent)
+/// never starts its work: `start` is dropped uncalled, as a closure never runs.
+#[test]
+fn an_external_job_cancelled_before_it_begins_never_calls_start() {
+    let parent = CancelSource::new();
+    parent.cancel(CancelReason::Shutdown);
+    let cases = [
+        (
+            JobOptions::new().timeout(Duration::ZERO),
+            CancelReason::Timeout,
+        ),
+        (
+            JobOptions::new().deadline(std::time::Instant::now() - Duration::from_secs(1)),
+            CancelReason::Timeout,
+        ),
+        (
+            JobOptions::new().child_of(&parent.token()),
+            CancelReason::Shutdown,
+        ),
+    ];
+    for (options, reason) in cases {
+        let job = tethered::spawn_external(options, |_completer: tethered::Completer<u32>| {
+            unreachable!("a job cancelled before it began never starts")
+        })
+        .unwrap();
+        match job.join_blocking() {
+            Err(NativeError::Cancelled {
+                reason: seen,
+                returned: None,
+                ..
+            }) => assert_eq!(seen, reason),
+            other => panic!("{reason:?}: {other:?}"),
+        }
+    }
+}
+
+/// `Completer::run` runs the work as a spawned closure runs: the thread carries the job's
+/// name while it runs (the OS's name, which `top -H` reads), and gets its own back.
+#[cfg(target_os = "linux")]
+#[test]
+fn completer_run_names_the_thread_after_the_job_while_the_work_runs() {
+    fn os_name() -> String {
+        std::fs::read_to_string("/proc/thread-self/comm")
+            .unwrap()
+            .trim_end()
+            .to_owned()
+    }
+    let (job, completer) = support::external::<String>(JobOptions::new().name("render-9"));
+    let worker = thread::Builder::new()
+        .name("my-pool-3".into())
+        .spawn(move || {
+            let inside = completer.run(os_name).unwrap();
+            let after = os_name();
+            completer.complete(inside);
+            after
+        })
+        .unwrap();
+    assert_eq!(job.join_blocking().unwrap(), "render-9");
+    assert_eq!(worker.join().unwrap(), "my-pool-3");
 }

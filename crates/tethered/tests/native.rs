@@ -219,7 +219,7 @@ fn a_spawner_error_is_returned_with_its_cause() {
         "the cause is the source, not repeated in the message"
     );
     assert_eq!(
-        tethered::bridge::error_chain(&err),
+        tethered::__private::error_chain(&err),
         "the spawner failed: no capacity left"
     );
 }
@@ -752,7 +752,7 @@ fn a_spawner_that_refuses_but_keeps_the_task_never_runs_the_closure() {
     })
     .unwrap_err();
     assert!(
-        tethered::bridge::error_chain(&err).contains("refused, but kept the task"),
+        tethered::__private::error_chain(&err).contains("refused, but kept the task"),
         "{err}"
     );
     // The spawner runs what it kept anyway: the job was finished at the refusal.
@@ -774,7 +774,7 @@ fn a_spawner_that_refuses_but_keeps_the_task_never_runs_the_closure() {
 #[test]
 fn or_cancelled_turns_a_shutdown_refusal_into_a_stopped_handle() {
     let base = tethered::stats();
-    let job = tethered::bridge::spawned_or_stopped(tethered::spawn(
+    let job = tethered::__private::spawned_or_stopped(tethered::spawn(
         JobOptions::new().on(ClosedSpawner),
         |_| unreachable!("refused"),
     ));
@@ -793,7 +793,7 @@ fn or_cancelled_turns_a_shutdown_refusal_into_a_stopped_handle() {
 #[test]
 fn or_cancelled_panics_on_a_refusal_that_is_not_a_shutdown() {
     let panic = std::panic::catch_unwind(|| {
-        tethered::bridge::spawned_or_stopped(tethered::spawn(
+        tethered::__private::spawned_or_stopped(tethered::spawn(
             JobOptions::new().on(FailingSpawner),
             |_| (),
         ))

@@ -235,7 +235,7 @@ fn a_spawner_that_panics_once_is_an_error_and_leaves_the_scope_working() {
         .expect("the spawner's panic stays inside spawn()")
         .expect_err("a panicking spawner is a refusal");
     assert!(
-        tethered::bridge::error_chain(&err).contains("panicked"),
+        tethered::__private::error_chain(&err).contains("panicked"),
         "{err}"
     );
     // The slot it took is free again: later jobs run, in order, one at a time.

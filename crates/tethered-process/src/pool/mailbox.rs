@@ -88,7 +88,7 @@ impl<T> Seat<T> {
         // Not under loom: a model would branch on every load of the spin; the lock decides.
         #[cfg(not(tethered_loom))]
         // Relaxed: a hint (invariant 3).
-        tethered::bridge::spin_until(spin.min(timeout), || self.filled.load(Ordering::Relaxed));
+        tethered::__private::spin_until(spin.min(timeout), || self.filled.load(Ordering::Relaxed));
         #[cfg(tethered_loom)]
         let _ = spin;
         let mut slot = self.lock();

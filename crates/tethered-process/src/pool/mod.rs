@@ -53,10 +53,12 @@ struct Shared {
 }
 
 impl Shared {
-    fn spawn_worker(&self, id: u64) -> io::Result<Worker> {
+    fn spawn_worker(&self, id: u64) -> Result<Worker, SpawnError> {
         // The factory is user code: a panic in it is a failed start, not a dead seat.
-        let mut command = tethered::bridge::catch_panic(|| (self.make)()).map_err(|panic| {
-            io::Error::other(format!("the pool's command factory panicked: {panic}"))
+        let mut command = tethered::__private::catch_panic(|| (self.make)()).map_err(|panic| {
+            SpawnError::Start(io::Error::other(format!(
+                "the pool's command factory panicked: {panic}"
+            )))
         })?;
         command.stdin(Stdio::piped()).stdout(Stdio::piped());
         let name = format!("pool worker {id}");
@@ -70,7 +72,7 @@ impl Shared {
             workers.retain(|(_, _, abort)| !abort.is_finished());
             workers.push((job.id(), name, job.abort_handle()));
         }
-        Worker::new(id, job)
+        Worker::new(id, job).map_err(SpawnError::Start)
     }
 
     /// A worker failed to start (or died before serving a request): after `max_failures` in
@@ -214,8 +216,9 @@ impl PoolBuilder {
     ///
     /// # Errors
     ///
-    /// The first worker's start error; the OS's refusal of a thread.
-    pub fn build(self) -> io::Result<Pool> {
+    /// The first worker's start error ([`SpawnError::Start`]: a missing program, a command
+    /// factory that panicked); the OS's refusal of a thread ([`SpawnError::Thread`]).
+    pub fn build(self) -> Result<Pool, SpawnError> {
         let shared = Arc::new(Shared {
             make: self.make,
             size: self.size,
@@ -235,7 +238,7 @@ impl PoolBuilder {
         }
         let pool = Pool { shared };
         for number in 1..=pool.shared.size.get() {
-            seat::start(&pool.shared, number, first.take())?;
+            seat::start(&pool.shared, number, first.take()).map_err(SpawnError::Thread)?;
         }
         Ok(pool)
     }
@@ -317,10 +320,6 @@ impl Pool {
     /// assert_eq!(stopped.cancel_reason(), Some(CancelReason::Dropped));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[expect(
-        clippy::missing_panics_doc,
-        reason = "an unplaced external job's start runs within `external`: the expect never fires"
-    )]
     pub fn run_with<T, F>(
         &self,
         options: JobOptions,
@@ -345,17 +344,17 @@ impl Pool {
             .child_of(&self.shared.stop.token());
         // An unplaced external job's start runs here, at once: the completer comes out of it.
         let slot = Arc::new(Mutex::new(None));
-        let job = tethered::bridge::external(options, {
+        let job = tethered::spawn_external(options, {
             let slot = slot.clone();
             move |completer: Completer<T>| {
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(completer);
             }
         })?;
-        let completer = slot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .expect("an unplaced external job starts at once");
+        let Some(completer) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            // Cancelled before it began (a zero timeout, a past deadline, a cancelled parent):
+            // the job is stopped already, and no worker is touched.
+            return Ok(job);
+        };
         let token = completer.token().clone();
         let task = Task {
             abort: job.abort_handle(),
@@ -442,7 +441,9 @@ where
     let link = token.on_cancel(move |reason| {
         stop.cancel(reason);
     });
-    let outcome = tethered::bridge::catch_panic(|| turn(worker));
+    // Named after the request while the turn runs (`top -H` shows which request the seat's
+    // thread serves), as any job's thread is.
+    let outcome = completer.run(|| turn(worker));
     drop(link);
     if token.is_cancelled() {
         worker.cancelled_mid_turn();

@@ -142,7 +142,7 @@ fn next_task(shared: &Shared, seat: &Arc<Seat<Task>>, worker: &mut Option<Worker
     }
     // A task that comes just after the last one finds the thread spinning; later waits (one
     // per `IDLE_CHECK` while idle) sleep at once.
-    let mut spin = tethered::bridge::SPIN;
+    let mut spin = tethered::__private::SPIN;
     loop {
         let slot = seat.wait(spin, IDLE_CHECK);
         spin = Duration::ZERO;
@@ -219,7 +219,8 @@ fn start_worker(shared: &Shared) -> Option<Worker> {
             Some(worker)
         }
         Err(err) => {
-            shared.failed(&format!("starting worker {id} failed: {err}"));
+            let why = tethered::__private::error_chain(&err);
+            shared.failed(&format!("starting worker {id} failed: {why}"));
             None
         }
     }

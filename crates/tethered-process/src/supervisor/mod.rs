@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use tethered::bridge::PerProcess;
+use tethered::__private::PerProcess;
 
 use crate::child::Watched;
 

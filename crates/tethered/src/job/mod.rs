@@ -243,7 +243,7 @@ pub(crate) trait JobHandle<T>: JobControl {
     fn join_blocking(&self) -> Result<T, NativeError<T>>;
 }
 
-/// The closure type of a job whose work runs elsewhere (see `bridge::external`): a
+/// The closure type of a job whose work runs elsewhere (see `spawn_external`): a
 /// placeholder, taken out and dropped when the job starts, never called.
 pub(crate) type External<T> = fn(CancelToken) -> T;
 

@@ -217,14 +217,6 @@ where
 }
 
 impl<T: Send + 'static> Job<T, External<T>> {
-    /// Starts an external job: its placeholder closure is dropped, and the job counts as
-    /// running until [`complete`](Self::complete).
-    pub(crate) fn start_external(&self) {
-        if self.take_closure(|_| {}).is_some() {
-            self.count(Event::Began);
-        }
-    }
-
     /// Starts an external job whose start waited (for a scope's slot): `false`, with the job
     /// finished (or finishing) as stopped, if its token was cancelled meanwhile or it finished
     /// already; then its work must not start.
@@ -282,6 +274,17 @@ impl<T: Send + 'static> Job<T, External<T>> {
                 self.finish(Err(NativeError::cancelled(reason, cause)));
             }
         }
+    }
+
+    /// Runs `f`, an external job's work, on the calling thread as a spawned job's closure runs:
+    /// inside the job's span, the thread named after the job, a panic caught.
+    pub(crate) fn run_here<R>(&self, f: impl FnOnce() -> R) -> Result<R, JobPanic> {
+        self.span
+            .in_scope(|| {
+                let _named = self.settings.name.as_deref().map(ThreadName::set);
+                catch_unwind(AssertUnwindSafe(f))
+            })
+            .map_err(JobPanic::new)
     }
 
     /// Finishes an external job as panicked.

@@ -30,6 +30,10 @@ pub struct AbortHandle {
     pub(super) job: Option<crate::sync::Weak<dyn JobControl>>,
 }
 
+// See `AbortableNative`: cancelling from here changes nothing a panic could leave half-done.
+impl std::panic::UnwindSafe for AbortHandle {}
+impl std::panic::RefUnwindSafe for AbortHandle {}
+
 impl AbortHandle {
     /// Cancels the job with `reason`, as [`Tethered::cancel`](crate::Tethered::cancel) does:
     /// `true` if this call decided its reason, `false` if it was cancelled already or has

@@ -66,6 +66,13 @@ pub struct AbortableNative<T> {
     name: Option<Arc<str>>,
 }
 
+// A handle reads the job's state, which changes only under the job's lock, by code of this
+// crate that does not panic there; the closure's panic is caught on its own thread. So a
+// panic on the awaiting side leaves the job whole, whatever `T` is (tokio's `JoinHandle` is
+// unwind-safe for the same reason).
+impl<T> std::panic::UnwindSafe for AbortableNative<T> {}
+impl<T> std::panic::RefUnwindSafe for AbortableNative<T> {}
+
 impl<T> AbortableNative<T> {
     /// The handle of `job`.
     pub(crate) fn handle<F>(job: Arc<crate::job::Job<T, F>>) -> Self

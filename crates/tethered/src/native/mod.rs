@@ -16,8 +16,7 @@ mod timeout;
 pub use abort_handle::AbortHandle;
 pub use abortable::AbortableNative;
 pub use cancel_when::CancelWhen;
-pub(crate) use start::spawn_or;
-pub use start::{external, spawn};
+pub use start::{spawn, spawn_external, spawn_or, spawned_or_stopped};
 pub use timeout::Timeout;
 
 use std::fmt;

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::{AbortableNative, cancel_at};
 use crate::completer::Completer;
-use crate::contain::run_contained;
+use crate::contain::{drop_contained, run_contained};
 use crate::deferred::Deferred;
 use crate::job::{FinishObserver, Job, JobControl, JobHandle, Settings, external_placeholder};
 use crate::options::{Deadline, ExternalPlacement, JobOptions, Place, Placement};
@@ -49,9 +49,30 @@ where
     spawn_or(options, || Ok(ThreadSpawner::new()), f)
 }
 
-/// [`spawn`], with `default` giving the spawner for an unplaced job: how an adapter puts
-/// unplaced jobs on its runtime's pool (called only when the options place the job nowhere).
-pub(crate) fn spawn_or<P, S, D, T, F>(
+/// [`spawn`](crate::spawn), with `default` giving the spawner for an
+/// [`Unplaced`](crate::Unplaced) job: how a runtime adapter's `spawn_native_with` puts jobs on
+/// its runtime's blocking pool. `default` is called only for an unplaced job, so a job placed
+/// in a scope or on a spawner never needs a runtime.
+///
+/// # Errors
+///
+/// `default`'s error (no runtime here), or [`spawn`](crate::spawn)'s.
+///
+/// ```
+/// use tethered::{JobOptions, SpawnError, ThreadSpawner};
+///
+/// /// An adapter's entry point: unplaced jobs run on threads named `pool`.
+/// fn spawn_on_my_pool<T: Send + 'static>(
+///     options: JobOptions,
+///     f: impl FnOnce(tethered::CancelToken) -> T + Send + 'static,
+/// ) -> Result<tethered::AbortableNative<T>, SpawnError> {
+///     tethered::__private::spawn_or(options, || Ok(ThreadSpawner::new().name("pool")), f)
+/// }
+/// let job = spawn_on_my_pool(JobOptions::new(), |_| std::thread::current().name().map(str::to_owned))?;
+/// assert_eq!(job.join_blocking()?.as_deref(), Some("pool"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn spawn_or<P, S, D, T, F>(
     options: JobOptions<P>,
     default: D,
     f: F,
@@ -228,7 +249,7 @@ where
 ///
 /// let server = CancelSource::new();
 /// let (completer_tx, completer_rx) = std::sync::mpsc::channel();
-/// let job = tethered::bridge::external(JobOptions::new().child_of(&server.token()), move |c| {
+/// let job = tethered::spawn_external(JobOptions::new().child_of(&server.token()), move |c| {
 ///     completer_tx.send(c).unwrap()
 /// })?;
 /// // The work's side, on a thread of its own: stop when told, report what was done.
@@ -248,7 +269,10 @@ where
     clippy::missing_panics_doc,
     reason = "a job no spawner saw is always accepted: the expect never fires"
 )]
-pub fn external<P, T, S>(options: JobOptions<P>, start: S) -> Result<AbortableNative<T>, SpawnError>
+pub fn spawn_external<P, T, S>(
+    options: JobOptions<P>,
+    start: S,
+) -> Result<AbortableNative<T>, SpawnError>
 where
     P: ExternalPlacement,
     T: Send + 'static,
@@ -258,11 +282,16 @@ where
     match place {
         Place::Default => {
             let job = make(&options, None, None, external_placeholder())?;
-            job.start_external();
             job.accept()
                 .expect("a job that no spawner saw cannot have been refused");
-            let completer = Completer::new(job.clone());
-            let handle = AbortableNative::handle(job);
+            let handle = AbortableNative::handle(job.clone());
+            if !job.begin_external() {
+                // Cancelled before it began (a deadline already past, a cancelled parent): the
+                // work never starts, as a closure never runs, and `start` is dropped uncalled.
+                drop_contained(start);
+                return Ok(handle);
+            }
+            let completer = Completer::new(job);
             // User code: a panic drops the completer while unwinding, which finishes the job
             // as stopped.
             run_contained(move || start(completer));
@@ -378,5 +407,45 @@ impl NativeScope {
         F: FnOnce(CancelToken) -> T + Send + 'static,
     {
         spawn(JobOptions::new().in_scope(self), f)
+    }
+}
+
+/// The handle an entry point that cannot return an error hands out: the spawned job, or, if a
+/// pool that shuts down refused it ([`SpawnError::Shutdown`], [`SpawnError::Rejected`],
+/// [`SpawnError::ScopeClosed`]), a handle already stopped with [`CancelReason::Shutdown`]
+/// ([`AbortableNative::stopped`]), as tokio's own `spawn_blocking` handle then resolves to a
+/// cancelled `JoinError`. Every adapter's `spawn_native` ends with it, so a `Drop` that
+/// schedules clean-up while its runtime shuts down cannot abort the process.
+///
+/// # Panics
+///
+/// On any other error, with its message: no runtime ([`SpawnError::NoRuntime`]), no thread
+/// from the OS ([`SpawnError::Thread`]), a spawner's own error. `spawn_blocking` and
+/// `std::thread::spawn` panic there too.
+///
+/// ```
+/// use tethered::{CancelReason, JobOptions, Runnable, SpawnError, Spawner};
+///
+/// struct Closed;
+/// impl Spawner for Closed {
+///     fn spawn(&self, _task: Runnable) -> Result<(), SpawnError> {
+///         Err(SpawnError::shutdown("example pool"))
+///     }
+/// }
+///
+/// let job = tethered::__private::spawned_or_stopped(tethered::spawn(JobOptions::new().on(Closed), |_| 1));
+/// let err = job.join_blocking().unwrap_err();
+/// assert_eq!(err.cancel_reason(), Some(CancelReason::Shutdown));
+/// ```
+#[track_caller]
+pub fn spawned_or_stopped<T: Send + 'static>(
+    spawned: Result<AbortableNative<T>, SpawnError>,
+) -> AbortableNative<T> {
+    match spawned {
+        Ok(job) => job,
+        Err(SpawnError::Shutdown { .. } | SpawnError::Rejected | SpawnError::ScopeClosed) => {
+            AbortableNative::stopped(CancelReason::Shutdown)
+        }
+        Err(err) => panic!("{}", crate::reason::error_chain(&err)),
     }
 }

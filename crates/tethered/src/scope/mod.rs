@@ -125,6 +125,13 @@ pub(crate) struct ScopeState {
     counters: Counters,
 }
 
+// Every change to a scope's state is made under its lock, by code of this crate that does not
+// panic there; the spawner (user code) runs with no lock held and a panic in it is contained
+// and reported as a `SpawnError` (lib.rs, "Where a panic goes"). A panic leaves nothing
+// half-changed, so the scope and its futures may cross `catch_unwind`.
+impl std::panic::UnwindSafe for ScopeState {}
+impl std::panic::RefUnwindSafe for ScopeState {}
+
 struct Inner {
     jobs: HashMap<JobId, Entry>,
     /// The token every job spawned now is a child of (invariant 2).

@@ -7,6 +7,7 @@ use super::{
     ACTIVE, BARE, CANCELLED, CANCELLING, Callback, Cancel, SEALED, Stop, TokenState, drop_each,
     run_contained,
 };
+use crate::contain::drop_contained;
 use crate::reason::{CancelReason, Cause};
 use crate::stats;
 use crate::sync::{self, Arc, Ordering, Weak, thread};
@@ -154,10 +155,26 @@ impl TokenState {
         next: &mut Vec<(Next, usize)>,
     ) -> bool {
         let (reason, cause) = (stop.reason, stop.cause.as_ref());
-        let (wakers, sleepers, has_callbacks, children, parent, linked, links) = {
+        let mut checked = false;
+        let (wakers, sleepers, has_callbacks, children, parent, linked, links) = loop {
             let mut shared = sync::lock(&self.shared);
             if self.flag_under_lock() != ACTIVE {
                 return false;
+            }
+            // Invariant 10: work that finished unreported is not cancelled but sealed.
+            let check = match &shared.regs {
+                Some(regs) if !checked => regs.finished.clone(),
+                _ => None,
+            };
+            if let Some(finished) = check {
+                drop(shared);
+                checked = true;
+                // The bridge's own look (a `waitid`), contained as user code is.
+                if run_contained(|| finished()).unwrap_or(false) {
+                    self.seal();
+                    return false;
+                }
+                continue;
             }
             shared.reason = Some(reason);
             shared.cause = cause.cloned();
@@ -168,9 +185,12 @@ impl TokenState {
                 Some(regs) => {
                     let wakers = regs.wakers.take();
                     let links = std::mem::take(&mut regs.links);
-                    (wakers, !regs.callbacks.is_empty(), links)
+                    // Decided: the check (invariant 10) is of no more use, and may hold a
+                    // descriptor. Dropped with the links, outside the lock.
+                    let finished = regs.finished.take();
+                    (wakers, !regs.callbacks.is_empty(), (links, finished))
                 }
-                None => (ToWake::None, false, Vec::new()),
+                None => (ToWake::None, false, (Vec::new(), None)),
             };
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
@@ -183,7 +203,7 @@ impl TokenState {
             // A root never gains a parent, so one without a link has nothing to leave.
             let linked = shared.parent.is_some();
             let parent = if unlink { None } else { shared.parent.take() };
-            (
+            break (
                 wakers,
                 shared.sleepers,
                 has_callbacks,
@@ -191,13 +211,15 @@ impl TokenState {
                 parent,
                 linked,
                 links,
-            )
+            );
         };
         if unlink && linked {
             self.leave_parent();
         }
         // A cancelled token needs no linked parent either (invariant 8).
+        let (links, finished) = links;
         Link::release_all(links);
+        drop_contained(finished);
         // Possibly the parent's last `Arc`: its `Drop` runs here, with no lock held.
         drop(parent);
         if sleepers > 0 {
@@ -242,13 +264,13 @@ impl TokenState {
             // keeps every store of the flag a publishing one, at no cost on the cancel path.
             self.flag.store(SEALED, Ordering::Release);
             let taken = shared.take_all();
-            let links = shared
+            let (links, finished) = shared
                 .regs
                 .as_mut()
-                .map(|regs| std::mem::take(&mut regs.links))
+                .map(|regs| (std::mem::take(&mut regs.links), regs.finished.take()))
                 .unwrap_or_default();
             let children = std::mem::take(&mut shared.children);
-            (taken, children, shared.parent.is_some(), links)
+            (taken, children, shared.parent.is_some(), (links, finished))
         };
         // A sealed token needs no parent's cancel: it leaves the parent's children now, so a
         // long-lived parent does not hold finished jobs until their last handle goes. Nor its
@@ -256,7 +278,9 @@ impl TokenState {
         if linked {
             self.leave_parent();
         }
+        let (links, finished) = links;
         Link::release_all(links);
+        drop_contained(finished);
         // Its children can never be cancelled by it: they become roots, and no longer keep it
         // alive.
         let mut released = Vec::new();

@@ -76,6 +76,13 @@
 //!    one): whichever cancel began first decides the reason of that token and of everything
 //!    below it, whichever walk gets there first.
 //!
+//! 10. Finished check: a token may carry a [`FinishedCheck`] (an external job's, set by its
+//!     completer). A cancel that finds the token `ACTIVE` with one takes it out of the critical
+//!     section, calls it with no lock held, and, if the work has finished, seals the token
+//!     instead of cancelling it: a cancel that came after the work finished changes nothing,
+//!     whenever its result is published. Then the cancel decides again under the lock, so a
+//!     seal or another cancel made meanwhile stands. The check is asked once per cancel.
+//!
 //! # Lock order
 //!
 //! An ancestor's lock before a descendant's (see `tree.rs`). No path takes a parent's lock
@@ -241,7 +248,14 @@ struct Registrations {
     /// The parents beyond the first, each with the key of this token's link callback in it
     /// (invariant 8).
     links: Vec<links::Link>,
+    /// How a cancel looks whether the work behind the token finished unreported (invariant
+    /// 10): set once, by the job's completer.
+    finished: Option<FinishedCheck>,
 }
+
+/// Whether the work behind a token has finished, though its result is not published yet (a
+/// child process that exited and is not reaped yet). Called by a cancel with no lock held.
+pub(crate) type FinishedCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl Shared {
     fn regs(&mut self) -> &mut Registrations {

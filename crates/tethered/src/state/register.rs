@@ -130,4 +130,17 @@ impl TokenState {
             .map_or((0, 0), |regs| (regs.callbacks.len(), regs.wakers.len()));
         callbacks + wakers + shared.children.len()
     }
+
+    /// Gives the token its [`FinishedCheck`] (invariant 10); a later one replaces it. A token
+    /// no longer active (cancelled or sealed) keeps none: its cancel was decided.
+    pub(crate) fn set_finished_check(&self, check: super::FinishedCheck) {
+        let mut shared = sync::lock(&self.shared);
+        if self.flag_under_lock() != ACTIVE {
+            return;
+        }
+        let replaced = shared.regs().finished.replace(check);
+        // A check is the bridge's closure: dropped with no lock held (invariant 5).
+        drop(shared);
+        drop_contained(replaced);
+    }
 }

@@ -138,12 +138,12 @@ impl Spawner for KeepingFailingSpawner {
 }
 
 /// A job whose work runs elsewhere, started at once, and its completer (the pair that
-/// `tethered::bridge::external` hands to its start function).
+/// `tethered::spawn_external` hands to its start function).
 pub fn external<T: Send + 'static>(
     options: tethered::JobOptions,
 ) -> (tethered::AbortableNative<T>, tethered::Completer<T>) {
     let (tx, rx) = std::sync::mpsc::channel();
-    let job = tethered::bridge::external(options, move |completer| tx.send(completer).unwrap())
+    let job = tethered::spawn_external(options, move |completer| tx.send(completer).unwrap())
         .expect("an unplaced external job without a deadline starts");
     let completer = rx.recv().expect("an unplaced external job starts at once");
     (job, completer)

@@ -181,3 +181,88 @@ fn iterative_cancel_vs_chain_release() {
         assert_eq!(root.token().registrations(), 0);
     });
 }
+
+/// Work that runs elsewhere finishes (a child exits) and reports later; a cancel races it. The
+/// cancel asks the job's finished check: it returns `true` exactly when it stopped unfinished
+/// work, the handle reads `Ok` otherwise, and a cancel made after the finish was seen changes
+/// nothing.
+#[test]
+fn finished_work_vs_cancel() {
+    model("finished_work_vs_cancel", || {
+        let (job, completer) = external_job();
+        let finished = Arc::new(AtomicBool::new(false));
+        let seen = finished.clone();
+        completer.finished_check(move || seen.load(Ordering::Acquire));
+        let worker = thread::spawn(move || {
+            finished.store(true, Ordering::Release);
+            completer.complete(7u32);
+        });
+        let cancelled = job.cancel(CancelReason::Requested);
+        let token = job.token().clone();
+        let result = job.join_blocking();
+        worker.join().unwrap();
+        assert_eq!(cancelled, token.is_cancelled());
+        match result {
+            Ok(value) => {
+                assert!(!cancelled, "a cancel that won reads as a stop");
+                assert_eq!(value, 7);
+            }
+            Err(err) => {
+                assert!(cancelled, "a stop that no cancel won: {err:?}");
+                assert_eq!(err.cancel_reason(), Some(CancelReason::Requested));
+            }
+        }
+    });
+}
+
+/// A cancel that comes once the finish is visible (as a cancel after a child's exit) never
+/// stops the work, however the completion interleaves.
+#[test]
+fn a_cancel_after_the_finish_changes_nothing() {
+    model("cancel_after_finish", || {
+        let (job, completer) = external_job();
+        let finished = Arc::new(AtomicBool::new(false));
+        let seen = finished.clone();
+        completer.finished_check(move || seen.load(Ordering::Acquire));
+        let ready = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (finished, ready) = (finished.clone(), ready.clone());
+            thread::spawn(move || {
+                finished.store(true, Ordering::Release);
+                ready.store(true, Ordering::Release);
+                completer.complete(7u32);
+            })
+        };
+        while !ready.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        assert!(
+            !job.cancel(CancelReason::Requested),
+            "a cancel after the finish changed something"
+        );
+        assert_eq!(job.join_blocking().unwrap(), 7);
+        worker.join().unwrap();
+    });
+}
+
+#[cfg(tethered_loom)]
+#[test]
+fn negative_control_a_cancel_that_ignores_finished_work_is_caught() {
+    loom_tests::fails_with_fault(
+        "a_cancel_after_the_finish_changes_nothing",
+        "cancel_ignores_finished_work",
+        "a cancel after the finish changed something",
+    );
+}
+
+/// A job whose work runs elsewhere, and its completer.
+fn external_job() -> (tethered::AbortableNative<u32>, tethered::Completer<u32>) {
+    let slot = Arc::new(loom_tests::sync::Mutex::new(None));
+    let job = tethered::spawn_external(JobOptions::new(), {
+        let slot = slot.clone();
+        move |completer| *slot.lock().unwrap() = Some(completer)
+    })
+    .unwrap();
+    let completer = slot.lock().unwrap().take().expect("started at once");
+    (job, completer)
+}

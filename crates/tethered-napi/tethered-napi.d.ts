@@ -27,8 +27,30 @@ export interface NativeAbortError extends Error {
 
 /** What the promise of a native job that failed otherwise rejects with. */
 export interface NativeError extends Error {
-  code: 'ERR_NATIVE_PANIC' | 'ERR_NATIVE_SPAWN' | 'ERR_NATIVE_CLOSING' | 'ERR_NATIVE_FAILED'
+  code: 'ERR_NATIVE_PANIC' | 'ERR_NATIVE_SPAWN' | 'ERR_NATIVE_CLOSING'
 }
+
+/** The napi status a Rust `napi::Error` carries: the `code` of the error it becomes. */
+export type NapiStatus =
+  | 'InvalidArg' | 'ObjectExpected' | 'StringExpected' | 'NameExpected' | 'FunctionExpected'
+  | 'NumberExpected' | 'BooleanExpected' | 'ArrayExpected' | 'GenericFailure'
+  | 'PendingException' | 'Cancelled' | 'EscapeCalledTwice' | 'HandleScopeMismatch'
+  | 'CallbackScopeMismatch' | 'QueueFull' | 'Closing' | 'BigintExpected' | 'DateExpected'
+  | 'ArrayBufferExpected' | 'DetachableArraybufferExpected' | 'WouldDeadlock'
+  | 'NoExternalBuffersAllowed' | 'Unknown'
+
+/**
+ * What the promise rejects with when the native closure returned an `Err`: napi-rs's error,
+ * its `message` the error's reason, its `code` the napi status the Rust code gave it
+ * (`Error::new(Status::InvalidArg, ..)` rejects with `code: 'InvalidArg'`;
+ * `Error::from_reason(..)` with `'GenericFailure'`).
+ */
+export interface NativeFailure extends Error {
+  code: NapiStatus
+}
+
+/** Every way a tethered native call's promise rejects. */
+export type NativeCallError = NativeAbortError | NativeError | NativeFailure | InvalidOptionsError
 
 /** A call's bad options: not an object, or a `signal` that is no `AbortSignal`. */
 export interface InvalidOptionsError extends TypeError {

@@ -2,13 +2,17 @@
 // napi-rs generates for the addon (`addon/index.d.ts`, with tethered-napi's own prepended).
 // `.ci/run` runs the check; nothing here is executed.
 import {
+  fail,
   spin,
   spinJoined,
   stats,
   type CallOptions,
   type CancelReason,
+  type NapiStatus,
   type NativeAbortError,
+  type NativeCallError,
   type NativeError,
+  type NativeFailure,
 } from './addon/index.js';
 
 /** Narrows what a tethered promise rejected with. */
@@ -43,6 +47,32 @@ export async function flushed(signal: AbortSignal): Promise<number | undefined> 
 export function failedCode(err: NativeError): NativeError['code'] {
   return err.code;
 }
+
+/** Every rejection of a tethered call is one of four shapes, told apart by `code`. */
+export async function describe(message: string): Promise<string> {
+  try {
+    return String(await fail(message));
+  } catch (caught) {
+    const err = caught as NativeCallError;
+    switch (err.code) {
+      case 'ABORT_ERR':
+        return `stopped: ${err.reason}`;
+      case 'ERR_NATIVE_PANIC':
+      case 'ERR_NATIVE_SPAWN':
+      case 'ERR_NATIVE_CLOSING':
+      case 'ERR_INVALID_ARG_TYPE':
+        return err.message;
+      default: {
+        // The closure's own `Err`: napi-rs's error, coded with its status.
+        const status: NapiStatus = (err as NativeFailure).code;
+        return `${status}: ${err.message}`;
+      }
+    }
+  }
+}
+
+// @ts-expect-error: `ERR_NATIVE_FAILED` is no code of a tethered rejection.
+export const notACode: NativeError['code'] = 'ERR_NATIVE_FAILED';
 
 export const running: number = stats().running;
 

@@ -41,11 +41,10 @@ use napi::bindgen_prelude::{
 };
 use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
-use tethered::{CancelReason, CancelSource, CancelToken};
+use tethered::{AbortHandle, CancelReason, CancelSource, CancelToken};
 
-use crate::errors;
+use crate::abort;
 use crate::helpers;
-use crate::listeners;
 use crate::sync::{self, Condvar, Mutex};
 
 /// How long an environment's teardown waits for the jobs it cancelled to return: long enough
@@ -114,13 +113,13 @@ fn key(env: &Env) -> usize {
     env.raw() as usize
 }
 
-/// Registers a new job of `env`, opening the environment's state on its first job.
+/// Registers a new job of `env`, opening the environment's state on its first job: `None` when
+/// the environment is closing (its teardown or the process's `exit` event ran).
 ///
 /// # Errors
 ///
-/// When the environment is closing (its teardown or the process's `exit` event ran): the
-/// `ERR_NATIVE_CLOSING` error; or the hooks of a first job could not be registered.
-pub(crate) fn enter(env: &Env) -> napi::Result<Entry> {
+/// The hooks of a first job could not be registered.
+pub(crate) fn enter(env: &Env) -> napi::Result<Option<Entry>> {
     let key = key(env);
     let (opened, exit_heard) = ENVIRONMENTS.with_borrow(|all| {
         all.get(&key)
@@ -134,23 +133,19 @@ pub(crate) fn enter(env: &Env) -> napi::Result<Entry> {
         // that throws), and the jobs must still stop at `process.exit()`.
         listen_for_exit(env, key)?;
     }
-    ENVIRONMENTS
-        .with_borrow_mut(|all| {
-            let state = all
-                .get_mut(&key)
-                .expect("the environment's state was opened above");
-            if state.closed {
-                return Err(None);
-            }
-            state.next_job += 1;
-            Ok(Entry {
-                id: state.next_job,
-                root: state.root.token(),
-                running: state.running.clone(),
-                delivery: state.delivery.clone(),
-            })
+    Ok(ENVIRONMENTS.with_borrow_mut(|all| {
+        let state = all.get_mut(&key)?;
+        if state.closed {
+            return None;
+        }
+        state.next_job += 1;
+        Some(Entry {
+            id: state.next_job,
+            root: state.root.token(),
+            running: state.running.clone(),
+            delivery: state.delivery.clone(),
         })
-        .map_err(|_: Option<()>| errors::closing(env))
+    }))
 }
 
 /// A promise of `env` is pending: the first one keeps the event loop alive.
@@ -244,7 +239,7 @@ fn open(env: &Env, key: usize) -> napi::Result<()> {
         close(key);
         let gone = ENVIRONMENTS.with_borrow_mut(|all| all.remove(&key));
         drop(gone);
-        listeners::forget(key);
+        abort::forget(key);
         helpers::forget(key);
     })?;
     let noop = env.create_function_from_closure::<(), (), _>("tetheredNapiDeliver", |_| Ok(()))?;
@@ -318,11 +313,16 @@ fn close(key: usize) {
     running.wait_idle(TEARDOWN_GRACE);
 }
 
-/// How many closures of an environment's jobs run now, for its teardown to wait on.
+/// How many closures of an environment's jobs run now, for its teardown to wait on, and the
+/// jobs themselves: a closure counts out of `tethered::stats()` a moment after it returns, and
+/// the teardown waits for that too, so that a `Worker`'s `terminate()` never resolves while a
+/// closure that returned still counts as running.
 #[derive(Default)]
 pub(crate) struct Running {
     count: Mutex<usize>,
     idle: Condvar,
+    /// The environment's jobs not yet seen finished (pruned as new ones come).
+    jobs: Mutex<Vec<AbortHandle>>,
 }
 
 /// Counts one closure as running until dropped (after the closure returned or panicked).
@@ -345,7 +345,18 @@ impl Running {
         RunningGuard(self)
     }
 
-    /// Waits until no job runs, or `grace` has passed.
+    /// A job of the environment, for the teardown to wait on until it is finished.
+    pub(crate) fn track(&self, job: AbortHandle) {
+        let mut jobs = sync::lock(&self.jobs);
+        // Amortised: the finished ones go whenever the list has doubled.
+        if jobs.len() >= 64 && jobs.len().is_power_of_two() {
+            jobs.retain(|job| !job.is_finished());
+        }
+        jobs.push(job);
+    }
+
+    /// Waits until no closure runs and every job that ran one is finished (counted out of
+    /// `stats()`), or `grace` has passed.
     fn wait_idle(&self, grace: Duration) {
         let until = Instant::now() + grace;
         let mut count = sync::lock(&self.count);
@@ -359,6 +370,15 @@ impl Running {
                 .wait_timeout(count, left)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
+        }
+        drop(count);
+        // Every closure returned: its job finishes within moments (the core counts it out,
+        // then seals its token), unless it never started and is being skipped.
+        let jobs = std::mem::take(&mut *sync::lock(&self.jobs));
+        for job in jobs {
+            while !job.is_finished() && Instant::now() < until {
+                std::thread::yield_now();
+            }
         }
     }
 }

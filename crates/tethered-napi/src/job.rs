@@ -18,7 +18,7 @@
 //!
 //! 1. The slot's lock is held only to put or take the outcome: never while cancelling, waking,
 //!    or calling into JavaScript.
-//! 2. Every settle releases the job from its signal's listener (`listeners::release`).
+//! 2. Every settle takes the job off its signal's listener (the helpers' `settle` does both).
 //! 3. The environment's count of running closures goes down when the closure returns, whether
 //!    its handle still waits for it or not, so a teardown waits for closures, not promises.
 
@@ -29,19 +29,18 @@ use std::task::{Context, Poll, Wake, Waker};
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi::{Env, JsValue};
 use tethered::{
-    AbortHandle, AbortableNative, CancelReason, Cause, JobOptions, NativeError, Placement, Tethered,
+    AbortHandle, AbortableNative, CancelReason, Cause, JobOptions, Placement, Tethered,
 };
 
+use crate::abort::{self, OnAbort};
 use crate::environment::{self, Delivery, Entry};
-use crate::errors;
-use crate::listeners::{self, OnAbort};
+use crate::errors::{self, Outcome};
 use crate::output::Convert;
+use crate::panics;
 use crate::pool;
 use crate::promise;
-use crate::signal::{self, Begun, Reason};
+use crate::signal::{self, Begun};
 use crate::sync::{self, Mutex};
-
-type Outcome = Result<Convert, NativeError<Convert>>;
 
 /// Starts `f` for `env` with `options` and returns its promise. `options` is the caller's
 /// JavaScript options object, unchecked.
@@ -54,14 +53,14 @@ pub(crate) fn start<'env, P, T>(
 where
     P: Placement,
 {
-    let Entry {
+    let Some(Entry {
         id,
         root,
         running,
         delivery,
-    } = match environment::enter(env) {
-        Ok(entry) => entry,
-        Err(closing) => return promise::rejected(env, closing),
+    }) = environment::enter(env)?
+    else {
+        return promise::rejected(env, errors::closing());
     };
     // Everything that may fail or run the caller's code comes before the job exists, and fails
     // as a rejection, as the platform's promise-returning functions do; an aborted signal
@@ -73,7 +72,6 @@ where
     };
     let (promise, settle) = promise::pending(env, id)?;
     let shared = Arc::new(Shared {
-        id,
         abort: Mutex::new(None),
         slot: Mutex::new(None),
         signal_cause: Mutex::new(None),
@@ -82,10 +80,15 @@ where
     // Listening comes before the job exists: a signal that fires while its listener is added
     // (a hand-made one) rejects the promise there, and the job never starts.
     if let Some(signal) = &signal {
-        if let Err(err) = listeners::listen(env, id, signal, shared.clone()) {
+        if let Err(err) = abort::listen(env, id, signal.object(), shared.clone()) {
             // The caller's signal threw from `addEventListener` (after firing, perhaps: then
             // the promise is settled already and this changes nothing).
-            shared.settle.reject(env, err);
+            match napi::bindgen_prelude::ToNapiValue::into_unknown(err, env) {
+                Ok(thrown) => shared
+                    .settle
+                    .settle(env, errors::Settlement::Reject(thrown)),
+                Err(err) => shared.settle.settle(env, errors::unmade(&err)),
+            }
             return Ok(promise);
         }
         if shared.settle.is_settled(env) {
@@ -95,18 +98,24 @@ where
 
     let closure_running = running.clone();
     let options = options.child_of(&root).grace_or(std::time::Duration::ZERO);
+    // A closure's panic rejects its promise: not printed, unless it aborts the process.
+    let quiet = options.panic_policy() == tethered::PanicPolicy::Catch;
     let spawned = pool::spawn(options, move |token| {
         let _counted = closure_running.enter();
-        f(token)
+        if quiet {
+            panics::quietly(|| f(token))
+        } else {
+            f(token)
+        }
     });
     let job = match spawned {
         Ok(job) => job,
         Err(err) => {
-            let _ = listeners::release(env, id);
-            shared.settle.reject(env, errors::spawn_refused(env, &err));
+            shared.settle.settle(env, errors::spawn_refused(&err));
             return Ok(promise);
         }
     };
+    running.track(job.abort_handle());
     *sync::lock(&shared.abort) = Some(job.abort_handle().clone());
     let driver = Arc::new(Driver {
         shared,
@@ -119,7 +128,6 @@ where
 
 /// What the job's promise side shares with the listener and the driver.
 struct Shared {
-    id: u64,
     /// The job's abort handle, once it exists.
     abort: Mutex<Option<AbortHandle>>,
     /// The outcome, between the handle's resolution and its settling (invariant 1).
@@ -136,49 +144,9 @@ impl Shared {
         let Some(outcome) = sync::lock(&self.slot).take() else {
             return;
         };
-        // Invariant 2; the signal's reason if it fired.
-        let fired = listeners::release(env, self.id);
         let signal_cause = sync::lock(&self.signal_cause).clone();
-        match outcome {
-            Ok(convert) => match tethered::__private::catch_panic(|| convert(env)) {
-                Ok(Ok(value)) => self.settle.resolve(env, value),
-                Ok(Err(err)) => self.settle.reject(env, err),
-                Err(panic) => self.settle.reject(
-                    env,
-                    errors::panicked(
-                        env,
-                        "converting the native job's value to JavaScript",
-                        &panic,
-                    ),
-                ),
-            },
-            Err(NativeError::Panicked(panic)) => {
-                let err = errors::panicked(env, "the native job", &panic);
-                tethered::__private::drop_contained(panic);
-                self.settle.reject(env, err);
-            }
-            Err(err) => {
-                let by_signal = match (err.cause(), &signal_cause) {
-                    (Some(seen), Some(sent)) => seen.ptr_eq(sent),
-                    _ => false,
-                };
-                let rejection = match (fired, by_signal) {
-                    (Some(reason), true) => errors::signal_abort(env, &reason, Some(&err)),
-                    _ => errors::stopped(env, &err),
-                };
-                let rejection = match err {
-                    NativeError::Cancelled {
-                        returned: Some(convert),
-                        ..
-                    } => errors::with_returned(env, rejection, *convert),
-                    other => {
-                        tethered::__private::drop_contained(other);
-                        rejection
-                    }
-                };
-                self.settle.reject(env, rejection);
-            }
-        }
+        let settlement = errors::settlement(env, outcome, signal_cause.as_ref());
+        self.settle.settle(env, settlement);
     }
 }
 
@@ -194,21 +162,13 @@ impl Drop for Shared {
 impl OnAbort for Shared {
     /// The signal fired (on the JavaScript thread): cancels the job with the signal's reason,
     /// and settles the promise now if that resolved the handle (a grace of zero).
-    fn aborted(&self, env: &Env, reason: Option<&Reason<'_>>) {
+    fn aborted(&self, env: &Env, kind: CancelReason, text: String) {
         let Some(abort) = sync::lock(&self.abort).clone() else {
             // The signal fired while its listener was being added: nothing started.
-            let _ = listeners::release(env, self.id);
-            let err = match reason {
-                Some(reason) => errors::signal_abort::<()>(env, &reason.value, None),
-                None => errors::native_error(env, "aborted", "ABORT_ERR", None),
-            };
-            self.settle.reject(env, err);
+            self.settle.settle(env, errors::aborted_before_start(kind));
             return;
         };
-        let (kind, cause) = match reason {
-            Some(reason) => (reason.cancel, Cause::msg(reason.text.clone())),
-            None => (CancelReason::Dropped, Cause::msg("aborted")),
-        };
+        let cause = Cause::msg(text);
         if abort.cancel_with_cause(kind, cause.clone()) {
             *sync::lock(&self.signal_cause) = Some(cause);
         }

@@ -60,7 +60,7 @@
 //!
 //! | On the JavaScript side | The job's token | The promise |
 //! | --- | --- | --- |
-//! | `controller.abort()`, `controller.abort(reason)` | [`Dropped`](CancelReason::Dropped) (cause: the reason's message) | rejects within `abort()` with an `AbortError` whose `cause` is `signal.reason` |
+//! | `controller.abort()`, `controller.abort(reason)` | [`Dropped`](CancelReason::Dropped) (cause: the reason's `message`, a plain object's JSON, or its text) | rejects within `abort()` with an `AbortError` whose `cause` is `signal.reason` |
 //! | `AbortSignal.timeout(ms)` firing | [`Timeout`](CancelReason::Timeout) | the same (`cause`: the `TimeoutError`) |
 //! | `AbortSignal.any([...])` | as the signal that fired | the same |
 //! | a signal aborted before the call | (the closure never runs) | rejects with an `AbortError` whose `cause` is `signal.reason` |
@@ -74,7 +74,14 @@
 //! conversion of its value, panicked), `ERR_NATIVE_SPAWN` (the job could not start),
 //! `ERR_NATIVE_CLOSING` (the environment shuts down), `ERR_INVALID_ARG_TYPE` (a `TypeError`:
 //! the options are not an object, or `options.signal` is no `AbortSignal`). An `Err` the
-//! closure returns rejects with that error.
+//! closure returns rejects with that error as napi-rs makes it: its `message` is the error's
+//! reason and its `code` the napi status it carries (`Error::new(Status::InvalidArg, ..)`:
+//! `'InvalidArg'`; `Error::from_reason(..)`: `'GenericFailure'`). [`TYPESCRIPT`] types each.
+//!
+//! A panic the crate catches (a closure's, or its value's conversion) rejects the promise and
+//! is not printed: the panic hook the crate installs stays quiet for it, and hands every other
+//! panic to the hook it replaced. `TETHERED_NAPI_PRINT_PANICS=1` prints them too; a job with
+//! [`PanicPolicy::Abort`] always prints before the process ends.
 //!
 //! # Where jobs run
 //!
@@ -123,12 +130,13 @@
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod abort;
 mod environment;
 mod errors;
 mod helpers;
 mod job;
-mod listeners;
 mod output;
+mod panics;
 mod pool;
 mod promise;
 mod signal;

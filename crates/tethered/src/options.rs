@@ -353,6 +353,19 @@ impl<P> JobOptions<P> {
         self
     }
 
+    /// The panic policy these options give ([`PanicPolicy::Catch`] unless set), for a bridge
+    /// that must know whether a panic of the job is caught or ends the process.
+    ///
+    /// ```
+    /// use tethered::{JobOptions, PanicPolicy};
+    ///
+    /// assert_eq!(JobOptions::new().panic_policy(), PanicPolicy::Catch);
+    /// assert_eq!(JobOptions::new().panic(PanicPolicy::Abort).panic_policy(), PanicPolicy::Abort);
+    /// ```
+    pub fn panic_policy(&self) -> PanicPolicy {
+        self.panic
+    }
+
     pub(crate) fn placed<Q>(self, place: Place) -> JobOptions<Q> {
         JobOptions {
             name: self.name,

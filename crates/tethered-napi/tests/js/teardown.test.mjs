@@ -43,6 +43,38 @@ test('a Worker terminated with jobs running cancels them with Shutdown', async (
   await waitFor('nothing to run', () => addon.stats().running === 0, 2000);
 });
 
+/**
+ * A Worker's `terminate()` resolves once its closures that check their token have returned:
+ * by then `stats()` counts them out too, not a moment later. (Checked only when `terminate()`
+ * took less than the teardown's 100 ms wait: past it, a closure may legitimately still be on
+ * its way out.)
+ */
+test('when terminate() resolves, stats() no longer counts the closures that returned', async () => {
+  let checked = 0;
+  for (let round = 0; round < 20; round += 1) {
+    const worker = new Worker(new URL('./fixtures/pulses.mjs', import.meta.url), {
+      workerData: { addon: addonPath },
+    });
+    await new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    await waitFor('the Worker\'s 4 closures to run', () => addon.live() === 4, 10_000);
+    const began = performance.now();
+    await worker.terminate();
+    const took = performance.now() - began;
+    const running = addon.stats().running;
+    const live = addon.live();
+    if (took < 100) {
+      checked += 1;
+      assert.equal(live, 0, `round ${round}: a closure that checks its token still runs`);
+      assert.equal(running, 0, `round ${round}: stats() still counts a closure that returned (terminate took ${took.toFixed(1)} ms)`);
+    }
+    await waitFor('nothing to run', () => addon.stats().running === 0, 2000);
+  }
+  assert.ok(checked > 0, 'every terminate() took its whole teardown grace: nothing was checked');
+});
+
 function runExit(mode) {
   const started = Date.now();
   const child = spawnSync(process.execPath, [

@@ -16,6 +16,8 @@
 //!
 //! Each waiting thread has one [`Seat`], found through the cache's list of idle seats by name
 //! and stack size, the most recently idle first (so the others reach their keep-alive and go).
+//! At most [`max_idle`] threads of one name and stack size wait: a burst of jobs leaves no
+//! more idle threads behind than that.
 //! The thread watches its seat for `SPIN` (`spin.rs`) before it sleeps on it: the
 //! next call of a caller awaiting one call after another comes within tens of microseconds,
 //! and then costs no wake-up.
@@ -58,7 +60,8 @@ use crate::sync::{self, Arc, AtomicBool, Condvar, Mutex, Ordering};
 /// Every job starts at once, however many run: none waits for another's thread. A thread whose
 /// job returned waits a few seconds for another job that would get the same name and stack
 /// size, and runs it instead of a new thread starting (a thread costs tens of microseconds to
-/// start, more than a short job). It spins for the first `SPIN` (`spin.rs`) of that
+/// start, more than a short job); at most four threads a core (and at least eight) of one name
+/// and stack size wait so, and the others end as their jobs return. It spins for the first `SPIN` (`spin.rs`) of that
 /// wait, then sleeps. So a job may find thread-locals an earlier job on its thread
 /// left; a job that needs a pristine thread starts one itself (see [`Spawner`]'s example). A
 /// thread named after its own job ([`JobOptions::name`](crate::JobOptions::name)) is not kept:
@@ -136,6 +139,16 @@ impl Spawner for ThreadSpawner {
 /// How long a thread waits for another job after its own.
 #[cfg(not(tethered_loom))]
 pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// How many threads of one name and stack size wait for a job at most: four per core the
+/// machine runs at once, and at least eight. A thread whose job returned when that many wait
+/// already ends instead. A burst of many jobs at once (a thousand gathered Python calls) so
+/// leaves no more idle threads behind than a loop of calls at the machine's parallelism can
+/// use, each holding its stack and its interpreter's thread state (about 25 KiB measured under
+/// CPython) for the keep-alive.
+pub(crate) fn max_idle() -> usize {
+    (4 * sync::parallelism()).max(8)
+}
 
 /// Idle threads, by stack size (`None`: the default) and name.
 pub(crate) struct ThreadCache {
@@ -239,12 +252,19 @@ impl ThreadCache {
             ready: AtomicBool::new(false),
         });
         loop {
-            sync::lock(&self.idle)
-                .entry(stack_size)
-                .or_default()
-                .entry(Arc::clone(name))
-                .or_default()
-                .push(Arc::clone(&seat));
+            {
+                let mut idle = sync::lock(&self.idle);
+                let seats = idle
+                    .entry(stack_size)
+                    .or_default()
+                    .entry(Arc::clone(name))
+                    .or_default();
+                if seats.len() >= max_idle() {
+                    // Enough wait already: this thread ends (its entry stays for them).
+                    return;
+                }
+                seats.push(Arc::clone(&seat));
+            }
             match seat.wait() {
                 Some(task) => task.run(),
                 None => {
@@ -533,5 +553,38 @@ mod tests {
         assert_eq!(threads.len(), 4);
         drop(jobs);
         wait_idle(&cache, 4);
+    }
+
+    /// A burst of more jobs than `max_idle` leaves `max_idle` threads waiting, no more: each
+    /// idle thread holds its stack (and, under a language bridge, an interpreter's thread
+    /// state) for the keep-alive.
+    #[test]
+    fn a_burst_leaves_at_most_max_idle_threads_waiting() {
+        let cache = Arc::new(ThreadCache::new());
+        let burst = 3 * max_idle();
+        let release = Arc::new(std::sync::Barrier::new(burst + 1));
+        let jobs: Vec<_> = (0..burst)
+            .map(|_| {
+                let release = Arc::clone(&release);
+                crate::spawn(
+                    JobOptions::new().on(On(Arc::clone(&cache), "burst")),
+                    move |_| {
+                        release.wait();
+                    },
+                )
+                .unwrap()
+            })
+            .collect();
+        release.wait();
+        for job in jobs {
+            job.join_blocking().unwrap();
+        }
+        wait_idle(&cache, max_idle());
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(cache.idle(), max_idle(), "more threads wait than the cap");
+        // They still serve: the next job runs on one of them.
+        let before = cache.idle();
+        thread_of(&cache, "burst");
+        wait_idle(&cache, before);
     }
 }

@@ -185,6 +185,12 @@ pub struct CallStopped {
     status: Option<tonic::Status>,
 }
 
+// An error value, never changed once made (`tonic::Status` holds a boxed error source, which
+// keeps it from being unwind-safe by itself): unwind-safe with every feature, so that features
+// only add to the API.
+impl std::panic::UnwindSafe for CallStopped {}
+impl std::panic::RefUnwindSafe for CallStopped {}
+
 impl CallStopped {
     /// The error for a call stopped by `token`, if it is cancelled.
     pub fn new(token: &CancelToken) -> Option<CallStopped> {

@@ -1,7 +1,9 @@
 //! An MCP server (on rmcp, the official Rust SDK) whose tool calls run native work that stops
 //! when the call ends, however it ends: the client cancels it (`notifications/cancelled`), its
-//! request times out (rmcp's client sends the cancel), the client closes the session or dies,
-//! or the server shuts down (SIGTERM, Ctrl-C).
+//! request times out, the client closes stdin or its session, drops the call's connection or
+//! dies, or the server shuts down (SIGTERM, Ctrl-C). `tethered-rmcp` does all of it: the
+//! tethered part of this server is the `ToolCall` argument, `call.run(..)`, `ToolJobs` and
+//! `serve_stdio` / `streamable_http` (12 lines), the rest is the tools' own work.
 //!
 //! ```text
 //! cargo run --release --example mcp_server                             # stdio
@@ -16,54 +18,37 @@
 //! - `running` `{}`: the text of `{"running": N}`, the tethered native jobs of this process
 //!   still running (`tethered::stats()`).
 //!
-//! What each ending does, and where this recipe closes a gap rmcp 3.11 leaves:
-//! - `notifications/cancelled`, and a client's request timeout: rmcp cancels the request's
-//!   `RequestContext::ct`, which `tethered-tokio-util` relays to the job's token (`Dropped`).
-//! - stdio closed (the client closed the session or died): rmcp lets in-flight handlers run up
-//!   to 5 s to flush their answers before it cancels them, which would leave the native work
-//!   burning for that long with nobody to read the answer. The server reads stdin through
-//!   [`EndOfInput`], which cancels the connection's token (`Dropped`) the moment stdin ends.
-//! - HTTP: the server is stateless (`legacy_session_mode(false)`): each call is one POST, and
-//!   rmcp cancels its `ct` when the client drops it (a cancel, a timeout, a closed or dead
-//!   client alike); a short SSE keep-alive makes hyper notice the drop within 250 ms.
-//! - SIGTERM or Ctrl-C: `tethered-server` cancels its token (`Shutdown`), of which every job is
-//!   a child, stops the MCP service, and exits within [`SHUTDOWN_GRACE`] with a report on stderr.
+//! HTTP serves sessions (rmcp's default): a client of the protocol before 2026-07-28 (the
+//! Python and TypeScript SDKs') cancels a call with `notifications/cancelled` in a POST of its
+//! own, which only a session routes to its call. A SIGTERM stops every call (`Shutdown`), and
+//! the process exits as soon as they have stopped, within [`SHUTDOWN_GRACE`] at most, with a
+//! report on stderr.
 //!
 //! Every job that stops prints a line on stderr, `mcp_server: stopped <tool> (<reason>) at
-//! <ns>` (`CLOCK_MONOTONIC`), which the tests in `tests/mcp.rs` read with the rmcp client.
+//! <ns>` (`CLOCK_MONOTONIC`), which the tests in `tests/mcp.rs` read with the rmcp client, and
+//! `tests/mcp_clients.rs` with the Python and TypeScript SDKs' clients.
 
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
-use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{
-    ErrorData, RoleServer, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
-};
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::transport::StreamableHttpServerConfig;
+use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
-use tethered::{CancelReason, CancelSource, CancelToken, JobOptions};
+use tethered::CancelToken;
+use tethered_rmcp::{CallStopped, ToolCall, ToolJobs};
 use tethered_server::Server;
-use tokio::io::{AsyncRead, ReadBuf};
 
 /// How long a shutdown waits for the jobs it cancelled.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// The longest `spin` a call may ask for.
 const MAX_SECONDS: f64 = 3600.0;
 
-/// The tools, and the tokens every job of this connection is a child of.
+/// The tools.
 #[derive(Clone)]
 struct Tools {
     tool_router: ToolRouter<Self>,
-    /// Cancelled with `Dropped` when stdio ends (for HTTP, never: each POST's `ct` does it).
-    connection: CancelToken,
-    /// The server's: cancelled with `Shutdown` on SIGTERM or Ctrl-C.
-    server: CancelToken,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -80,20 +65,19 @@ struct SandboxArgs {
 
 #[tool_router]
 impl Tools {
-    fn new(connection: CancelToken, server: CancelToken) -> Tools {
+    fn new() -> Tools {
         Tools {
             tool_router: Self::tool_router(),
-            connection,
-            server,
         }
     }
 
+    /// Bad input is a protocol error; a stopped call, a tool error (`CallStopped`).
     #[tool(description = "Spin a native busy loop for `seconds`; `done` if it ran to the end.")]
     async fn spin(
         &self,
         Parameters(SpinArgs { seconds }): Parameters<SpinArgs>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+        call: ToolCall,
+    ) -> Result<Result<String, CallStopped>, ErrorData> {
         if !(0.0..=MAX_SECONDS).contains(&seconds) {
             return Err(ErrorData::invalid_params(
                 format!("`seconds` must be a number from 0 to {MAX_SECONDS}, not {seconds}"),
@@ -101,93 +85,45 @@ impl Tools {
             ));
         }
         let run_for = Duration::from_secs_f64(seconds);
-        let finished = self
-            .run("spin", &context, move |token| {
+        Ok(call
+            .run(logged("spin", move |token| {
                 let until = Instant::now() + run_for;
                 let mut x = 1u64;
                 while !token.is_cancelled() {
                     x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
                     if Instant::now() >= until {
-                        return true;
+                        return "done".to_owned();
                     }
                 }
-                false
-            })
-            .await?;
-        if finished {
-            Ok(CallToolResult::success(vec![ContentBlock::text("done")]))
-        } else {
-            Err(ErrorData::internal_error("the call was stopped", None))
-        }
+                "stopped".to_owned()
+            }))
+            .await)
     }
 
     #[tool(description = "Run untrusted rhai code; its value as text.")]
     async fn sandbox(
         &self,
         Parameters(SandboxArgs { code }): Parameters<SandboxArgs>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let outcome = self
-            .run("sandbox", &context, move |token| {
-                let mut engine = rhai::Engine::new();
-                // rhai calls this every operation: one atomic load each 1,000 of them.
-                engine.on_progress(move |operations| {
-                    (operations % 1_000 == 0 && token.is_cancelled())
-                        .then(|| rhai::Dynamic::from("stopped"))
-                });
-                engine
-                    .eval::<rhai::Dynamic>(&code)
-                    .map(|value| value.to_string())
-                    .map_err(|err| err.to_string())
-            })
-            .await?;
-        match outcome {
-            Ok(value) => Ok(CallToolResult::success(vec![ContentBlock::text(value)])),
-            Err(err) => Ok(CallToolResult::error(vec![ContentBlock::text(err)])),
-        }
+        call: ToolCall,
+    ) -> Result<Result<String, String>, CallStopped> {
+        call.run(logged("sandbox", move |token| {
+            let mut engine = rhai::Engine::new();
+            // rhai calls this every operation: one atomic load each 1,000 of them.
+            engine.on_progress(move |operations| {
+                (operations % 1_000 == 0 && token.is_cancelled())
+                    .then(|| rhai::Dynamic::from("stopped"))
+            });
+            engine
+                .eval::<rhai::Dynamic>(&code)
+                .map(|value| value.to_string())
+                .map_err(|err| err.to_string())
+        }))
+        .await
     }
 
     #[tool(description = "The tethered native jobs of this server still running, as JSON.")]
     async fn running(&self) -> String {
         format!("{{\"running\": {}}}", tethered::stats().running)
-    }
-
-    /// Runs `f` on tokio's blocking pool as a tethered job, a child of the request's `ct`, of
-    /// the connection and of the server: whichever of them goes first stops it.
-    async fn run<T, F>(
-        &self,
-        tool: &'static str,
-        context: &RequestContext<RoleServer>,
-        f: F,
-    ) -> Result<T, ErrorData>
-    where
-        T: Send + 'static,
-        F: FnOnce(CancelToken) -> T + Send + 'static,
-    {
-        let request = tethered_tokio_util::cancel_source_from(&context.ct);
-        let options = JobOptions::new()
-            .name(tool)
-            .child_of(&request.token())
-            .child_of(&self.connection)
-            .child_of(&self.server);
-        let job = tethered_tokio::spawn_native_with(options, move |token| {
-            let value = f(token.clone());
-            if let Some(reason) = token.reason() {
-                eprintln!(
-                    "mcp_server: stopped {tool} ({reason:?}) at {}",
-                    monotonic_ns()
-                );
-            }
-            value
-        })
-        .map_err(|err| ErrorData::internal_error(format!("the job did not start: {err}"), None))?;
-        match job.await {
-            Ok(value) => Ok(value),
-            Err(stopped) => Err(ErrorData::internal_error(
-                format!("the call was stopped: {}", stopped.without_returned()),
-                None,
-            )),
-        }
     }
 }
 
@@ -195,6 +131,24 @@ impl Tools {
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+/// `f`, printing `mcp_server: stopped <tool> (<reason>) at <ns>` on stderr once it returns
+/// stopped: the line the tests read.
+fn logged<T>(
+    tool: &'static str,
+    f: impl FnOnce(CancelToken) -> T + Send + 'static,
+) -> impl FnOnce(CancelToken) -> T + Send + 'static {
+    move |token| {
+        let value = f(token.clone());
+        if let Some(reason) = token.reason() {
+            eprintln!(
+                "mcp_server: stopped {tool} ({reason:?}) at {}",
+                monotonic_ns()
+            );
+        }
+        value
     }
 }
 
@@ -214,79 +168,26 @@ fn monotonic_ns() -> u128 {
     START.get_or_init(Instant::now).elapsed().as_nanos()
 }
 
-/// Stdin that cancels `source` with `Dropped` once it ends (or fails): the client closed its
-/// end, or died.
-struct EndOfInput<R> {
-    inner: R,
-    source: CancelSource,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for EndOfInput<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let ended = match &polled {
-            Poll::Ready(Ok(())) => buf.filled().len() == before,
-            Poll::Ready(Err(_)) => true,
-            Poll::Pending => false,
-        };
-        if ended {
-            self.source.cancel(CancelReason::Dropped);
-        }
-        polled
-    }
-}
-
-/// Serves one client over stdio until it goes or the server shuts down.
-async fn serve_stdio(server: CancelToken) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let connection = CancelSource::new();
-    let stdin = EndOfInput {
-        inner: tokio::io::stdin(),
-        source: connection.clone(),
-    };
-    let service = Tools::new(connection.token(), server.clone())
-        .serve((stdin, tokio::io::stdout()))
-        .await?;
-    let ct = service.cancellation_token();
-    tokio::select! {
-        quit = service.waiting() => { quit?; }
-        _ = server.cancelled() => ct.cancel(),
-    }
-    Ok(())
-}
-
-/// Serves streamable HTTP at `http://{addr}/mcp` until the server shuts down.
+/// Serves streamable HTTP at `http://{addr}/mcp`, with sessions, until the server shuts down.
 async fn serve_http(
-    addr: &str,
-    server: CancelToken,
+    addr: String,
+    jobs: ToolJobs,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let stop = tokio_util::sync::CancellationToken::new();
-    let tools = Tools::new(CancelToken::never(), server.clone());
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_sse_keep_alive(Some(Duration::from_millis(250)))
-        .with_cancellation_token(stop.child_token());
-    let service: StreamableHttpService<Tools, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(tools.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    // A short keep-alive: a client that vanished without closing its connection is noticed.
+    let config =
+        StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_millis(250)));
+    let mcp = tethered_rmcp::streamable_http(|| Ok(Tools::new()), &jobs, config);
+    let router = axum::Router::new().nest_service("/mcp", mcp);
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!(
         "mcp_server: listening on http://{}/mcp",
         listener.local_addr()?
     );
-    let shutdown = async move {
-        server.cancelled().await;
-        stop.cancel();
-    };
+    let server = jobs.server().clone();
     axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            server.cancelled().await;
+        })
         .await?;
     Ok(())
 }
@@ -299,11 +200,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => return Err("usage: mcp_server [--http HOST:PORT]".into()),
     };
     let server = Server::new()?;
-    let token = server.token().clone();
+    let jobs = ToolJobs::of(&server);
     let outcome = server.run(SHUTDOWN_GRACE, async move {
         match http {
-            Some(addr) => serve_http(&addr, token).await,
-            None => serve_stdio(token).await,
+            Some(addr) => serve_http(addr, jobs).await,
+            None => tethered_rmcp::serve_stdio(Tools::new(), jobs)
+                .await
+                .map(drop)
+                .map_err(Into::into),
         }
     });
     match outcome {

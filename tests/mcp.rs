@@ -381,19 +381,53 @@ async fn a_killed_client_stops_the_job_over_stdio() {
     assert!(status.success(), "{status}");
 }
 
-/// A client process (curl), killed with SIGKILL while its call runs over HTTP.
+/// `curl` posting `message` in `session` (none: the initialize request) with the headers of
+/// the 2025-11-25 protocol.
+fn curl(url: &str, session: Option<&str>, message: &serde_json::Value) -> std::process::Command {
+    let mut curl = std::process::Command::new("curl");
+    curl.args(["-sN", "-X", "POST", url])
+        .args(["-H", "Content-Type: application/json"])
+        .args(["-H", "Accept: application/json, text/event-stream"])
+        .args(["-H", "MCP-Protocol-Version: 2025-11-25"])
+        .args(["--data", &message.to_string()]);
+    if let Some(session) = session {
+        curl.args(["-H", &format!("Mcp-Session-Id: {session}")]);
+    }
+    curl
+}
+
+/// A client process (curl), killed with SIGKILL while its call runs over HTTP: the call's
+/// connection drops with no cancel and no `DELETE`.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_client_stops_the_job_over_http() {
     let mut server = Server::http().await;
     let url = server.url.clone().unwrap();
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "killed-client", "version": "0"}}});
+    let headers = curl(&url, None, &initialize)
+        .arg("-D-")
+        .output()
+        .expect("curl runs");
+    let headers = String::from_utf8_lossy(&headers.stdout);
+    let session = headers
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id in:\n{headers}"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert!(
+        curl(&url, Some(&session), &initialized)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "spin", "arguments": {"seconds": 600}}});
-    let mut curl = std::process::Command::new("curl")
-        .args(["-sN", "-X", "POST", &url])
-        .args(["-H", "Content-Type: application/json"])
-        .args(["-H", "Accept: application/json, text/event-stream"])
-        .args(["-H", "MCP-Protocol-Version: 2025-11-25"])
-        .args(["--data", &call.to_string()])
+    let mut curl = curl(&url, Some(&session), &call)
         .stdout(Stdio::null())
         .spawn()
         .expect("curl runs");
@@ -410,8 +444,16 @@ async fn sigterm_stops_the_job_and_the_server(mut server: Server) {
     let client = server.client().await;
     let _task = long_spin(&client);
     until_running(&client, 1).await;
+    let signalled = Instant::now();
     let status = server.terminate().await;
+    let took = signalled.elapsed();
     assert!(status.success(), "{status}");
+    // The job stops at once, and the server exits with it, not at the end of its 2 s grace
+    // (a stdin read on tokio's blocking pool held the runtime's shutdown that long).
+    assert!(
+        took < Duration::from_millis(1500),
+        "the server exited {took:?} after SIGTERM; its job stopped at once"
+    );
     let (tool, reason, _) = server.stderr.stop(1).await;
     assert_eq!((tool.as_str(), reason.as_str()), ("spin", "Shutdown"));
 }

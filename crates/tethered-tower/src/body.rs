@@ -34,7 +34,9 @@ enum Kind<B> {
         /// Cancelled with `Dropped` (or `Timeout`, near the deadline) if the body is dropped
         /// before its end.
         source: Option<CancelSource>,
-        stopped: WaitCancelled,
+        /// The request's stop, which cuts the stream short; `None` for a layer that lets
+        /// streams finish ([`RequestTokenLayer::let_streams_finish`](crate::RequestTokenLayer::let_streams_finish)).
+        stopped: Option<WaitCancelled>,
         deadline: Option<Instant>,
     },
     Message(Option<Bytes>),
@@ -43,7 +45,12 @@ enum Kind<B> {
 impl<B> TokenBody<B> {
     /// The inner service's body, holding the request's `source` until its end. A body that is
     /// at its end already (an empty one) is done: hyper never polls it.
-    pub(crate) fn streaming(inner: B, source: CancelSource, deadline: Option<Instant>) -> Self
+    pub(crate) fn streaming(
+        inner: B,
+        source: CancelSource,
+        deadline: Option<Instant>,
+        cut: bool,
+    ) -> Self
     where
         B: Body,
     {
@@ -51,7 +58,7 @@ impl<B> TokenBody<B> {
         TokenBody {
             kind: Kind::Streaming {
                 inner: Box::pin(inner),
-                stopped: source.token().cancelled(),
+                stopped: cut.then(|| source.token().cancelled()),
                 source: (!ended).then_some(source),
                 deadline,
             },
@@ -123,7 +130,11 @@ where
                 }
                 // The stop first: the work that makes the stream heard it; the client must not
                 // take a cut-short stream for a whole one.
-                if let Poll::Ready(reason) = Pin::new(stopped).poll(cx) {
+                let stop = match stopped {
+                    Some(stopped) => Pin::new(stopped).poll(cx),
+                    None => Poll::Pending,
+                };
+                if let Poll::Ready(reason) = stop {
                     *source = None;
                     // A body that is whole already (it has ended, or its next frame is its
                     // last) was made by work that had finished: it goes out. Only a stream
@@ -220,7 +231,7 @@ mod tests {
         let server = CancelSource::new();
         let request = server.token().child();
         let whole = Full::new(Bytes::from_static(b"done"));
-        let mut body = TokenBody::streaming(whole, request, None);
+        let mut body = TokenBody::streaming(whole, request, None, true);
         server.cancel(CancelReason::Shutdown);
         let mut cx = Context::from_waker(Waker::noop());
         let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut body).poll_frame(&mut cx) else {
@@ -236,12 +247,42 @@ mod tests {
         let server = CancelSource::new();
         let request = server.token().child();
         let frames = futures_util::stream::pending::<Result<Frame<Bytes>, Infallible>>();
-        let mut body = TokenBody::streaming(StreamBody::new(frames), request, None);
+        let mut body = TokenBody::streaming(StreamBody::new(frames), request, None, true);
         server.cancel(CancelReason::Shutdown);
         let mut cx = Context::from_waker(Waker::noop());
         let Poll::Ready(Some(Err(err))) = Pin::new(&mut body).poll_frame(&mut cx) else {
             panic!("the stream was not cut short");
         };
         assert!(err.to_string().contains("cut short"), "{err}");
+    }
+
+    /// With `let_streams_finish`, a stop leaves the stream to the service, which ends it (an
+    /// MCP server answers the calls the stop ended on it); a dropped body still cancels the
+    /// request with `Dropped`.
+    #[test]
+    fn a_stream_let_finish_goes_on_after_a_stop_and_a_drop_still_cancels() {
+        let server = CancelSource::new();
+        let request = server.token().child();
+        let frames = futures_util::stream::iter([Ok::<_, Infallible>(Frame::data(
+            Bytes::from_static(b"the answer"),
+        ))]);
+        let mut body = TokenBody::streaming(StreamBody::new(frames), request, None, false);
+        server.cancel(CancelReason::Shutdown);
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut body).poll_frame(&mut cx) else {
+            panic!("the stream was cut short");
+        };
+        assert_eq!(frame.into_data().ok().as_deref(), Some(&b"the answer"[..]));
+        assert!(matches!(
+            Pin::new(&mut body).poll_frame(&mut cx),
+            Poll::Ready(None)
+        ));
+
+        let source = CancelSource::new();
+        let token = source.token();
+        let frames = futures_util::stream::pending::<Result<Frame<Bytes>, Infallible>>();
+        let body = TokenBody::streaming(StreamBody::new(frames), source, None, false);
+        drop(body);
+        assert_eq!(token.reason(), Some(CancelReason::Dropped));
     }
 }

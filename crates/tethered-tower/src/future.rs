@@ -98,6 +98,8 @@ pub struct ResponseFuture<F> {
     protocol: Protocol,
     /// When the request's deadline passes, if it has one.
     deadline: Option<Instant>,
+    /// Whether the request's stop cuts its response stream short.
+    cut_streams: bool,
 }
 
 enum State<F> {
@@ -118,6 +120,7 @@ impl<F> ResponseFuture<F> {
         source: CancelSource,
         protocol: Protocol,
         deadline: Option<Instant>,
+        cut_streams: bool,
     ) -> Self {
         ResponseFuture {
             state: State::Running {
@@ -127,6 +130,7 @@ impl<F> ResponseFuture<F> {
             },
             protocol,
             deadline,
+            cut_streams,
         }
     }
 
@@ -135,6 +139,7 @@ impl<F> ResponseFuture<F> {
             state: State::Refused(answer, detail),
             protocol,
             deadline: None,
+            cut_streams: true,
         }
     }
 }
@@ -181,9 +186,9 @@ where
                     unreachable!("matched above")
                 };
                 // The headers are out, not the body: the body holds the token to its end.
-                let deadline = this.deadline;
+                let (deadline, cut) = (this.deadline, this.cut_streams);
                 Poll::Ready(result.map(|response| {
-                    response.map(|body| TokenBody::streaming(body, source, deadline))
+                    response.map(|body| TokenBody::streaming(body, source, deadline, cut))
                 }))
             }
             State::Refused(answer, detail) => {

@@ -64,6 +64,7 @@ use crate::token::RequestToken;
 pub struct RequestTokenLayer {
     server: CancelToken,
     timeout: Option<Duration>,
+    cut_streams: bool,
 }
 
 impl RequestTokenLayer {
@@ -72,6 +73,7 @@ impl RequestTokenLayer {
         RequestTokenLayer {
             server: server.clone(),
             timeout: None,
+            cut_streams: true,
         }
     }
 
@@ -79,6 +81,26 @@ impl RequestTokenLayer {
     /// `grpc-timeout` wins).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Lets a response stream that is already being sent finish, whatever stops its request
+    /// (the deadline, the server's shutdown): the service ends the stream itself, having
+    /// answered the work the stop ended. By default such a stream is cut short with an error,
+    /// so that a client never takes it for a whole one. For a protocol whose streams carry the
+    /// answer to a stop (an MCP server answers each call a shutdown stopped on the call's
+    /// stream). A client that goes away still cancels the request with `Dropped`.
+    ///
+    /// ```
+    /// use tethered::CancelSource;
+    /// use tethered_tower::RequestTokenLayer;
+    ///
+    /// let server = CancelSource::new();
+    /// let layer = RequestTokenLayer::new(&server.token()).let_streams_finish();
+    /// # drop(layer);
+    /// ```
+    pub fn let_streams_finish(mut self) -> Self {
+        self.cut_streams = false;
         self
     }
 }
@@ -91,6 +113,7 @@ impl<S> Layer<S> for RequestTokenLayer {
             inner,
             server: self.server.clone(),
             timeout: self.timeout,
+            cut_streams: self.cut_streams,
         }
     }
 }
@@ -101,6 +124,7 @@ pub struct RequestTokenService<S> {
     inner: S,
     server: CancelToken,
     timeout: Option<Duration>,
+    cut_streams: bool,
 }
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RequestTokenService<S>
@@ -145,6 +169,6 @@ where
             .extensions_mut()
             .insert(RequestToken::new(source.token()));
         let inner = self.inner.call(request);
-        ResponseFuture::new(inner, source, protocol, deadline_at)
+        ResponseFuture::new(inner, source, protocol, deadline_at, self.cut_streams)
     }
 }

@@ -173,9 +173,10 @@ async fn serve_http(
     addr: String,
     jobs: ToolJobs,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    // A short keep-alive: a client that vanished without closing its connection is noticed.
+    // A keep-alive: a client that vanished without closing its connection (a network gone,
+    // not a process killed: its kernel closes the connection) is noticed within seconds.
     let config =
-        StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_millis(250)));
+        StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_secs(5)));
     let mcp = tethered_rmcp::streamable_http(|| Ok(Tools::new()), &jobs, config);
     let router = axum::Router::new().nest_service("/mcp", mcp);
     let listener = tokio::net::TcpListener::bind(&addr).await?;
@@ -199,14 +200,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (Some("--http"), Some(addr)) => Some(addr),
         _ => return Err("usage: mcp_server [--http HOST:PORT]".into()),
     };
-    let server = Server::new()?;
+    // The tools are CPU-bound: as many of their jobs run at once as the machine has cores,
+    // the others wait in the scope (a cancelled one never starts), so a burst of calls never
+    // starves the runtime that serves them.
+    let cores = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+    let server = Server::new()?.with_max_running(cores);
     let jobs = ToolJobs::of(&server);
     let outcome = server.run(SHUTDOWN_GRACE, async move {
         match http {
             Some(addr) => serve_http(addr, jobs).await,
             None => tethered_rmcp::serve_stdio(Tools::new(), jobs)
                 .await
-                .map(drop)
                 .map_err(Into::into),
         }
     });

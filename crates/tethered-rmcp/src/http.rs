@@ -180,8 +180,12 @@ pub type McpService<H, M = LocalSessionManager> =
 /// them with sessions.
 ///
 /// `config`'s cancellation token (which ends every session and stream) is cancelled once
-/// `jobs`' server token is and the calls it stopped have answered (2 s at most). Keep `sse_keep_alive` short (a second or less) so that a
-/// client that vanished without closing its connection is noticed.
+/// `jobs`' server token is and the calls it stopped have answered (2 s at most).
+///
+/// A client that dies closes its connections (its kernel does), and the call's stream ends at
+/// once; `sse_keep_alive` only finds a client gone without a word (a network lost). Keep it
+/// at seconds: every open call's stream carries one event each tick, which a client holding a
+/// hundred calls must parse (a quarter of a second starved such a client on two cores).
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -191,7 +195,7 @@ pub type McpService<H, M = LocalSessionManager> =
 ///
 /// let server = tethered_server::Server::new()?;
 /// let jobs = tethered_rmcp::ToolJobs::of(&server);
-/// let config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_millis(500)));
+/// let config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_secs(5)));
 /// let mcp = tethered_rmcp::streamable_http(|| Ok(Tools), &jobs, config);
 /// let app = axum::Router::new().nest_service("/mcp", mcp);
 /// let token = server.token().clone();

@@ -93,3 +93,8 @@ pub use jobs::ToolJobs;
 pub use stdio::serve_stdio;
 pub use stopped::CallStopped;
 pub use transport::Tethered;
+
+// The README's example is a doc test too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -39,18 +39,24 @@ use crate::transport::Tethered;
 /// written on tokio's reactor ([`rmcp::transport::stdio_pipes`]); otherwise stdin is read by
 /// a thread of its own, which the process's exit ends.
 ///
+/// It returns once the service has ended, however: the client went, the server shut down.
+///
 /// # Errors
 ///
 /// The MCP initialisation's error (the client spoke no MCP, or went away before it).
 pub async fn serve_stdio<H: ServerHandler>(
     handler: H,
     jobs: ToolJobs,
-) -> Result<QuitReason, ServerInitializeError> {
-    if pipes() {
-        serve(handler, jobs, rmcp::transport::stdio_pipes()).await
+) -> Result<(), ServerInitializeError> {
+    let quit = if pipes() {
+        serve(handler, jobs, rmcp::transport::stdio_pipes()).await?
     } else {
-        serve(handler, jobs, (ThreadStdin::start(), tokio::io::stdout())).await
-    }
+        serve(handler, jobs, (ThreadStdin::start(), tokio::io::stdout())).await?
+    };
+    // However the service ended (the client went, the server shut down, a broken pipe), the
+    // calls have stopped: nothing for the caller to handle.
+    drop(quit);
+    Ok(())
 }
 
 async fn serve<H, R, W>(

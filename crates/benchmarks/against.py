@@ -62,12 +62,14 @@ def renumber(tree):
     keeps it.
     """
     old = workspace_version(tree / "Cargo.toml")
-    pattern = re.compile(rf'\bversion = "{re.escape(old)}"')
+    # A path dependency may ask for the exact version (`=0.1.0`, as the family asks for its
+    # core's): the `=` stays.
+    pattern = re.compile(rf'\bversion = "(=?){re.escape(old)}"')
     for manifest in [tree / "Cargo.toml", *tree.glob("crates/*/Cargo.toml")]:
         lines = manifest.read_text().splitlines(keepends=True)
         for i, line in enumerate(lines):
             if line.startswith("version = ") or "path = " in line:
-                lines[i] = pattern.sub(f'version = "{OTHER_VERSION}"', line)
+                lines[i] = pattern.sub(rf'version = "\g<1>{OTHER_VERSION}"', line)
         manifest.write_text("".join(lines))
 
 

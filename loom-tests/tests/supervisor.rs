@@ -122,7 +122,10 @@ fn a_failed_start_reaches_exactly_one_of_the_spawn_and_the_job() {
         let starter = {
             let launch = launch.clone();
             thread::spawn(move || {
-                launch.failed(std::io::Error::other("no such program"), completer);
+                launch.failed(
+                    tethered::SpawnError::Start(std::io::Error::other("no such program")),
+                    completer,
+                );
             })
         };
         let spawned = launch.hand_out();
@@ -131,11 +134,14 @@ fn a_failed_start_reaches_exactly_one_of_the_spawn_and_the_job() {
         match (spawned, result) {
             // The spawn returned the error; the job it never handed out finished stopped.
             (Err(err), Err(NativeError::Cancelled { returned: None, .. })) => {
-                assert_eq!(err.to_string(), "no such program");
+                assert!(
+                    matches!(&err, tethered::SpawnError::Start(io) if io.to_string() == "no such program"),
+                    "{err:?}"
+                );
             }
             // The job was handed out: its output carries the error.
             (Ok(()), Ok(output)) => assert!(
-                matches!(&output.ended, Ended::NeverStarted(err) if err.to_string() == "no such program"),
+                matches!(&output.ended, Ended::NeverStarted(tethered::SpawnError::Start(io)) if io.to_string() == "no such program"),
                 "{output:?}"
             ),
             (spawned, result) => panic!("the error went astray: {spawned:?}, {result:?}"),

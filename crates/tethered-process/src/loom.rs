@@ -3,7 +3,6 @@
 //! `--cfg tethered_loom`; not part of the API.
 
 use std::collections::HashMap;
-use std::io;
 use std::sync::Arc;
 
 use loom::sync::atomic::{AtomicBool, Ordering};

@@ -244,8 +244,10 @@ impl Server {
                     reason = token.cancelled() => (ShutdownCause::Cancelled(reason), None),
                 };
                 let began = Instant::now();
-                source.cancel(CancelReason::Shutdown);
+                // The parts first: each counts what runs now, before the server-wide cancel
+                // reaches the jobs tied to it and lets them return uncounted.
                 let shutdowns: Vec<_> = parts.iter().map(|part| part.shutdown(grace)).collect();
+                source.cancel(CancelReason::Shutdown);
                 let drain = async {
                     if let Some(joined) = finished {
                         return Some(joined);

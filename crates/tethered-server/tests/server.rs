@@ -379,3 +379,43 @@ fn a_scoped_job_reads_shutdown_though_the_shutdown_also_cancels_its_request() {
         assert_eq!(reason, Some(CancelReason::Shutdown), "round {round}");
     }
 }
+
+#[test]
+fn a_job_that_stops_at_once_on_the_shutdown_is_still_counted_as_returned() {
+    let _serial = serial();
+    // The jobs spin on their tokens, so they return within nanoseconds of the server-wide
+    // cancel, and a slow listener on the server's token (registered last, so it runs after the
+    // tokens of the jobs are cancelled) holds the cancel long after: the report must have
+    // counted them before any of that.
+    for round in 0..5 {
+        let report = within(Duration::from_secs(20), move || {
+            let mut server = Server::new().unwrap();
+            let part = server.add(NativeScope::new().child_of(server.token()));
+            let _slow = server
+                .token()
+                .on_cancel(|_| std::thread::sleep(Duration::from_millis(100)));
+            let (started_tx, started) = mpsc::channel();
+            for scope in [&server.scope(), &*part] {
+                let started_tx = started_tx.clone();
+                scope
+                    .spawn(move |token| {
+                        started_tx.send(()).unwrap();
+                        while !token.is_cancelled() {
+                            std::hint::spin_loop();
+                        }
+                    })
+                    .unwrap()
+                    .detach();
+            }
+            started.recv().unwrap();
+            started.recv().unwrap();
+            server
+                .run(Duration::from_secs(5), async {
+                    Ok::<(), std::io::Error>(())
+                })
+                .unwrap()
+        });
+        assert_eq!(report.shutdown.returned, 2, "round {round}: {report}");
+        assert!(report.is_clean(), "round {round}: {report}");
+    }
+}

@@ -1,7 +1,7 @@
 // tethered-mcp: serve MCP tools on the official TypeScript SDK (@modelcontextprotocol/sdk
 // 1.32.2) so that each call's AbortSignal aborts however the call ends, over stdio or
 // streamable HTTP. Hand the signal to native work (a tethered-napi addon's `{ signal }`) and it
-// stops with the call. Types: tethered-mcp.d.ts.
+// stops with the call. Types: tethered-mcp.d.mts.
 //
 //   import { serve } from './tethered-mcp.mjs';
 //   await serve({ name, version, tools, argv: process.argv.slice(2), running: () => addon.stats().running });

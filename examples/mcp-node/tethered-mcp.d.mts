@@ -25,10 +25,15 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   run(args: z.infer<Schema>, context: CallContext): Promise<CallToolResult>;
 }
 
-export interface ServeOptions {
+/** The tools by name, each with its own schema (so each `run` gets its own arguments' type). */
+export type Tools<Schemas extends Record<string, z.ZodType>> = {
+  [Name in keyof Schemas]: Tool<Schemas[Name]>;
+};
+
+export interface ServeOptions<Schemas extends Record<string, z.ZodType> = Record<string, z.ZodType>> {
   name: string;
   version: string;
-  tools: Record<string, Tool>;
+  tools: Tools<Schemas>;
   /** `[]` for stdio, `['--http', 'HOST:PORT']` for streamable HTTP; `process.argv.slice(2)` by default. */
   argv?: string[];
   /** The native work still running: a shutdown waits for it to reach 0. */
@@ -42,7 +47,7 @@ export interface ServeOptions {
 }
 
 /** Serves `tools` until the client goes (stdio) or SIGTERM / SIGINT, then exits. */
-export function serve(options: ServeOptions): Promise<void>;
+export function serve<Schemas extends Record<string, z.ZodType>>(options: ServeOptions<Schemas>): Promise<void>;
 
 /** A call's work was stopped: the `reason` of its signal. */
 export class Stopped extends Error {}

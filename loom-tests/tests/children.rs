@@ -70,3 +70,50 @@ fn sibling_unlink_vs_sibling_cancel() {
         assert_eq!(parent.token().registrations(), 0);
     });
 }
+
+/// A cancel of the root racing a cancel of the middle of a chain: each returns only once the
+/// leaf reads cancelled. The root's walk may find the middle cancelled by the other thread,
+/// whose walk has not reached the leaf yet: it waits for that descent, as tokio-util's token
+/// does by holding the middle's lock through it.
+#[test]
+fn root_cancel_vs_middle_cancel_return_with_every_descendant_cancelled() {
+    model("root_cancel_vs_middle_cancel", || {
+        let root = CancelSource::new();
+        let middle = root.child();
+        let leaf = middle.child();
+        let middle_canceller = {
+            let (middle, leaf) = (middle.clone(), leaf.token());
+            thread::spawn(move || {
+                middle.cancel(CancelReason::Requested);
+                assert!(
+                    leaf.is_cancelled(),
+                    "the middle's cancel returned before the leaf read cancelled"
+                );
+            })
+        };
+        root.cancel(CancelReason::Shutdown);
+        assert!(
+            leaf.is_cancelled(),
+            "the root's cancel returned before the leaf read cancelled"
+        );
+        middle_canceller.join().unwrap();
+        assert!(matches!(
+            leaf.token().reason(),
+            Some(CancelReason::Shutdown | CancelReason::Requested)
+        ));
+        assert_eq!(root.token().registrations(), 0);
+        assert_eq!(middle.token().registrations(), 0);
+    });
+}
+
+/// The negative control: with the wait for another walk's descent put back to what it was
+/// (none), the root's cancel returns before the leaf reads cancelled.
+#[cfg(tethered_loom)]
+#[test]
+fn negative_control_a_cancel_that_returns_before_its_descendants_is_caught() {
+    loom_tests::fails_with_fault(
+        "root_cancel_vs_middle_cancel_return_with_every_descendant_cancelled",
+        "cancel_returns_before_descendants",
+        "returned before the leaf read cancelled",
+    );
+}

@@ -82,3 +82,34 @@ fn a_cancel_returns_true_only_when_its_reason_is_the_one_read() {
         assert_eq!(parent.token().reason(), Some(CancelReason::Shutdown));
     });
 }
+
+/// A cancel of a linked parent racing a cancel of the tree parent: each returns only once the
+/// linked token's child reads cancelled (the walk that finds the linked token cancelled by the
+/// other waits for that walk's descent).
+#[test]
+fn linked_parent_cancel_vs_tree_parent_cancel_return_with_every_descendant_cancelled() {
+    model("linked_cancel_vs_tree_cancel", || {
+        let first = CancelSource::new();
+        let second = CancelSource::new();
+        let both = CancelSource::any_of([&first.token(), &second.token()]);
+        let leaf = both.child();
+        let tree_canceller = {
+            let (first, leaf) = (first.clone(), leaf.token());
+            thread::spawn(move || {
+                first.cancel(CancelReason::Requested);
+                assert!(
+                    leaf.is_cancelled(),
+                    "the tree parent's cancel returned before the leaf read cancelled"
+                );
+            })
+        };
+        second.cancel(CancelReason::Shutdown);
+        assert!(
+            leaf.is_cancelled(),
+            "the linked parent's cancel returned before the leaf read cancelled"
+        );
+        tree_canceller.join().unwrap();
+        assert_eq!(first.token().registrations(), 0);
+        assert_eq!(second.token().registrations(), 0);
+    });
+}

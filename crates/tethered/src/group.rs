@@ -27,7 +27,7 @@ use crate::options::{JobOptions, Placement};
 use crate::reason::{CancelReason, Cause};
 use crate::spawn_error::SpawnError;
 use crate::sync::{self, Arc, Mutex};
-use crate::token::CancelToken;
+use crate::token::{CancelSource, CancelToken};
 
 /// What a member of a [`JobGroup`] resolves to: its handle's result, with the error a closure
 /// returned shared behind an `Arc`: a failure is also the cause its siblings read
@@ -229,6 +229,17 @@ where
     {
         let options = match &self.parent {
             Some(parent) => options.child_of(parent),
+            None => options,
+        };
+        // After a failure the job starts cancelled, so its closure never runs (cancelling its
+        // handle once spawned would race a thread that picks it up at once).
+        let failed = self.failed.as_ref().map(|failure| {
+            let failed = CancelSource::new();
+            failed.cancel_with_cause(CancelReason::Failed, Cause::from_arc(failure.clone()));
+            failed
+        });
+        let options = match &failed {
+            Some(failed) => options.child_of(&failed.token()),
             None => options,
         };
         let handle = spawn(options, f)?;

@@ -21,8 +21,10 @@ fn join_all<T: Send + 'static, E: std::error::Error + Send + Sync + 'static>(
 fn a_siblings_cause_is_the_failing_jobs_own_error_typed_and_shared() {
     let mut group: JobGroup<(), io::Error> = JobGroup::new();
     let (seen_tx, seen) = mpsc::channel();
+    let (started_tx, started) = mpsc::channel();
     group
         .spawn(JobOptions::new().name("render"), move |token| {
+            started_tx.send(()).unwrap();
             token.wait();
             seen_tx
                 .send(token.cause().expect("a failure gives a cause"))
@@ -30,6 +32,8 @@ fn a_siblings_cause_is_the_failing_jobs_own_error_typed_and_shared() {
             Ok(())
         })
         .unwrap();
+    // Running before its sibling fails: a job cancelled before it starts never runs at all.
+    started.recv().unwrap();
     group
         .spawn(JobOptions::new().name("fetch"), |_| {
             Err(io::Error::new(io::ErrorKind::ConnectionRefused, "refused"))

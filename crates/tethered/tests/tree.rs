@@ -179,19 +179,24 @@ fn wide_fan_out_reaches_every_child_and_grandchild() {
     }
 }
 
+/// Every flag of the subtree is set before any callback runs, and a parent's callbacks run
+/// before its children's.
 #[test]
-fn a_parents_callbacks_run_before_its_children_are_cancelled() {
+fn a_parents_callbacks_find_its_children_cancelled_and_run_before_theirs() {
     let root = CancelSource::new();
     let child = root.child();
-    let probe = child.token();
-    let saw = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let seen = saw.clone();
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (seen, probe) = (order.clone(), child.token());
     root.token()
-        .on_cancel(move |_| *seen.lock().unwrap() = Some(probe.is_cancelled()))
+        .on_cancel(move |_| seen.lock().unwrap().push(("root", probe.is_cancelled())))
+        .detach();
+    let (seen, probe) = (order.clone(), root.token());
+    child
+        .token()
+        .on_cancel(move |_| seen.lock().unwrap().push(("child", probe.is_cancelled())))
         .detach();
     root.cancel(CancelReason::Requested);
-    assert_eq!(*saw.lock().unwrap(), Some(false));
-    assert!(child.is_cancelled());
+    assert_eq!(*order.lock().unwrap(), [("root", true), ("child", true)]);
 }
 
 /// A root's callback drops the last handle of the level below it while the cancel is under

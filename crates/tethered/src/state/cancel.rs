@@ -1,23 +1,103 @@
-//! How a token leaves `ACTIVE`: a cancel (of this token, then of its descendants, with its
-//! callbacks run in order on the cancelling thread) or a seal.
+//! How a token leaves `ACTIVE`: a cancel (of this token and every descendant, in two phases:
+//! the flags first, then the wakers and the callbacks, in order, on the cancelling thread) or
+//! a seal.
 
 use super::links::Link;
 use super::wakers::ToWake;
 use super::{
-    ACTIVE, BARE, CANCELLED, CANCELLING, Callback, Cancel, SEALED, Stop, TokenState, drop_each,
-    run_contained,
+    ACTIVE, BARE, CANCELLED, CANCELLED_BIT, CANCELLING, Callback, Cancel, FinishedCheck, SEALED,
+    Stop, TokenState, drop_each, run_contained,
 };
 use crate::contain::drop_contained;
 use crate::reason::{CancelReason, Cause};
 use crate::stats;
 use crate::sync::{self, Arc, Ordering, Weak, thread};
 
-/// A token a cancel's walk reaches next.
+/// A token a cancel's walk reaches next, or is done with.
 pub(super) enum Next {
     /// A child, taken out of its parent's list by the parent's cancel.
     Child(Weak<TokenState>),
     /// A token linked to a cancelled parent (invariant 8).
     Linked(Arc<TokenState>),
+    /// Every descendant of this token reads cancelled now: popped once the walk reached the
+    /// last of them (invariant 11).
+    Descended(Arc<TokenState>),
+}
+
+/// What a walk owes a token it cancelled once its first phase is over (invariant 11): the
+/// links it cuts, then its wakers and callbacks.
+struct Settle {
+    /// `None`: the token the walk began at.
+    node: Option<Arc<TokenState>>,
+    /// Its index in the walk's stops: the reason and cause its callbacks are given.
+    stop: usize,
+    /// Leave the tree parent's list (a token cancelled by its own cancel, or through a link).
+    leave: bool,
+    /// Its linked parents, whose link callbacks are deregistered (invariant 8).
+    links: Vec<Link>,
+    /// Its finished check (invariant 10), of no more use.
+    finished: Option<FinishedCheck>,
+    wakers: ToWake,
+    /// Whether it has callbacks to run: its flag is `CANCELLING` until they have.
+    callbacks: bool,
+}
+
+/// What [`TokenState::cancel_node`] found.
+enum Reached {
+    /// Cancelled it; with what the walk owes it after its first phase, if anything, and
+    /// whether the walk goes on below it.
+    Cancelled(Option<Settle>, bool),
+    /// Another walk cancelled it and has not yet reached all its descendants.
+    Descending,
+    /// Sealed, or cancelled with every descendant reached.
+    Settled,
+}
+
+/// The stops a walk hands down (invariant 9): its own first, and one for each token below
+/// that an earlier cancel reached first, for everything below that token. The first is held
+/// inline: a cancel of one token allocates nothing.
+struct Stops {
+    first: Stop,
+    rest: Vec<Stop>,
+}
+
+impl Stops {
+    fn get(&self, index: usize) -> &Stop {
+        match index {
+            0 => &self.first,
+            _ => &self.rest[index - 1],
+        }
+    }
+
+    fn push(&mut self, stop: Stop) -> usize {
+        self.rest.push(stop);
+        self.rest.len()
+    }
+}
+
+/// One cancel's walk over a tree (invariant 11).
+struct Walk {
+    stops: Stops,
+    /// The tokens still to reach (and the markers of tokens whose descendants all were), each
+    /// with its stop.
+    stack: Vec<(Next, usize)>,
+    /// What is owed, after the first phase, to the tokens this walk cancelled below its first,
+    /// in the order it cancelled them.
+    owed: Vec<Settle>,
+    /// Tokens another walk is still descending from: this cancel returns once it has.
+    waits: Vec<Arc<TokenState>>,
+    /// Tokens whose last `Arc` this walk let go of in its first phase: freed after it, since
+    /// freeing one drops its callbacks (user code).
+    freed: Vec<TokenState>,
+}
+
+impl Walk {
+    /// Lets go of `node`; if that was its last `Arc`, it is freed after the first phase.
+    fn let_go(&mut self, node: Arc<TokenState>) {
+        if let Some(state) = Arc::into_inner(node) {
+            self.freed.push(state);
+        }
+    }
 }
 
 impl TokenState {
@@ -26,9 +106,11 @@ impl TokenState {
     /// cancelled it with a cancelled ancestor's reason (invariant 9), [`Cancel::Lost`] if it
     /// was cancelled already, or sealed.
     ///
-    /// The tree is walked with an explicit stack (invariant 7): a node's callbacks (its links
-    /// among them) run before its children are cancelled, and no lock is held while any of it
-    /// runs.
+    /// Returns once every descendant reads cancelled, those a concurrent cancel reached first
+    /// included (invariant 11). The tree is walked with an explicit stack (invariant 7), in
+    /// two phases: first every flag of the subtree, with no user code and no wait; then the
+    /// wakers and callbacks, this token's first, the rest in the order of the walk, with no
+    /// lock held.
     pub(crate) fn cancel(&self, reason: CancelReason, cause: Option<Cause>) -> Cancel {
         // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to know
         // this cancel is a no-op (the handle of every finished job drops through here). Any
@@ -62,15 +144,36 @@ impl TokenState {
                 },
             ),
         };
-        // The stops a walk hands down: the walk's own first, and one for each token below
-        // that an earlier cancel reached first (invariant 9), for everything below it.
-        let mut stops = vec![first];
-        let mut stack = Vec::new();
-        if !self.cancel_node(&stops[0], 0, true, &mut stack) {
-            return Cancel::Lost;
-        }
-        while let Some((next, mut stop)) = stack.pop() {
+        let mut walk = Walk {
+            stops: Stops {
+                first,
+                rest: Vec::new(),
+            },
+            stack: Vec::new(),
+            owed: Vec::new(),
+            waits: Vec::new(),
+            freed: Vec::new(),
+        };
+        let (mine, descending) = match self.cancel_node(None, 0, true, &mut walk) {
+            Reached::Cancelled(mine, descending) => (mine, descending),
+            Reached::Descending => {
+                // Cancelled by another walk still on its way down: it decided; this call
+                // returns once every descendant reads cancelled, as that walk's does.
+                if waits_for_descents() {
+                    self.wait_descended();
+                }
+                return Cancel::Lost;
+            }
+            Reached::Settled => return Cancel::Lost,
+        };
+        // The first phase: the flags of the whole subtree.
+        while let Some((next, mut stop)) = walk.stack.pop() {
             let (node, unlink) = match next {
+                Next::Descended(node) => {
+                    node.descended();
+                    walk.let_go(node);
+                    continue;
+                }
                 // Its parent took it out of its children already: no unlink needed.
                 Next::Child(child) => match child.upgrade() {
                     Some(node) => (node, false),
@@ -83,17 +186,37 @@ impl TokenState {
             // earlier cancel reached first, its walk still on the way here: that cancel
             // decides (invariant 9). A plain child has only the way the walk came.
             if unlink || node.has_links() {
-                if let Some(earlier) = node
-                    .earliest_cancelled_ancestor()
-                    .filter(|earlier| sync::sequence_before(earlier.sequence, stops[stop].sequence))
-                {
-                    stops.push(earlier);
-                    stop = stops.len() - 1;
+                if let Some(earlier) = node.earliest_cancelled_ancestor().filter(|earlier| {
+                    sync::sequence_before(earlier.sequence, walk.stops.get(stop).sequence)
+                }) {
+                    stop = walk.stops.push(earlier);
                 }
             }
-            node.cancel_node(&stops[stop], stop, unlink, &mut stack);
-            // Dropping `node` here may free it (its last handle went meanwhile); its `Drop`
-            // releases its ancestors from a work list, not by recursion.
+            match node.cancel_node(Some(&node), stop, unlink, &mut walk) {
+                Reached::Cancelled(owed, _) => walk.owed.extend(owed),
+                Reached::Descending => walk.waits.push(node.clone()),
+                Reached::Settled => {}
+            }
+            walk.let_go(node);
+        }
+        if descending {
+            self.descended();
+        }
+        // The second phase: no lock held, user code contained (invariant 5).
+        if let Some(mine) = mine {
+            self.settle(mine, &walk.stops);
+        }
+        for owed in std::mem::take(&mut walk.owed) {
+            let node = owed.node.clone();
+            if let Some(node) = node {
+                node.settle(owed, &walk.stops);
+            }
+        }
+        drop(walk.freed);
+        if waits_for_descents() {
+            for node in walk.waits {
+                node.wait_descended();
+            }
         }
         outcome
     }
@@ -142,24 +265,34 @@ impl TokenState {
         }
     }
 
-    /// Cancels this one token: sets the flag, wakes its waiters, runs its callbacks. Pushes its
-    /// linked children and its children onto `next`, for the caller to cancel next, and
-    /// returns `true`; returns `false` if it was not active. With `unlink` (a cancel of this
-    /// token itself, not from its parent), it also leaves its parent's children: a cancelled
-    /// token needs no parent's cancel.
+    /// The first phase at one token (`me`: its `Arc`, `None` for the walk's first): sets the
+    /// flag and the reason, takes out its children and linked children and pushes them onto
+    /// the walk's stack (below them, if there are any, the marker of its descent), and
+    /// returns what the second phase owes it. Runs no user code and waits for nobody.
+    ///
+    /// With `unlink` (a cancel of this token itself, or through a link, not from its tree
+    /// parent), it leaves its parent's children in the second phase: until then a concurrent
+    /// cancel from above still finds it, and waits for its descent.
     fn cancel_node(
         &self,
-        stop: &Stop,
+        me: Option<&Arc<TokenState>>,
         stop_index: usize,
         unlink: bool,
-        next: &mut Vec<(Next, usize)>,
-    ) -> bool {
-        let (reason, cause) = (stop.reason, stop.cause.as_ref());
+        walk: &mut Walk,
+    ) -> Reached {
+        let stop = walk.stops.get(stop_index);
+        let (reason, cause, sequence) = (stop.reason, stop.cause.clone(), stop.sequence);
         let mut checked = false;
-        let (wakers, sleepers, has_callbacks, children, parent, linked, links) = loop {
+        let mut linked = Vec::new();
+        let (settle, sleepers, children, parent, descending) = loop {
             let mut shared = sync::lock(&self.shared);
-            if self.flag_under_lock() != ACTIVE {
-                return false;
+            let flag = self.flag_under_lock();
+            if flag != ACTIVE {
+                return if flag & CANCELLED_BIT != 0 && shared.descending {
+                    Reached::Descending
+                } else {
+                    Reached::Settled
+                };
             }
             // Invariant 10: work that finished unreported is not cancelled but sealed.
             let check = match &shared.regs {
@@ -172,72 +305,135 @@ impl TokenState {
                 // The bridge's own look (a `waitid`), contained as user code is.
                 if run_contained(|| finished()).unwrap_or(false) {
                     self.seal();
-                    return false;
+                    return Reached::Settled;
                 }
                 continue;
             }
             shared.reason = Some(reason);
-            shared.cause = cause.cloned();
-            shared.sequence = stop.sequence;
+            shared.cause = cause;
+            shared.sequence = sequence;
             // Most tokens have no waiter: then there is no registry to take out and drain,
             // which would cost about as much as the rest of a child's cancel.
-            let (wakers, has_callbacks, links) = match shared.regs.as_mut() {
+            let (wakers, callbacks, links, finished) = match shared.regs.as_mut() {
                 Some(regs) => {
                     let wakers = regs.wakers.take();
+                    // The links to tokens linked to this one are the walk's own, not user
+                    // code: followed in the first phase (invariant 11).
+                    regs.callbacks.take_where(
+                        |callback| matches!(callback, Callback::Link(_)),
+                        |callback| {
+                            if let Callback::Link(child) = callback {
+                                linked.push(child);
+                            }
+                        },
+                    );
                     let links = std::mem::take(&mut regs.links);
                     // Decided: the check (invariant 10) is of no more use, and may hold a
-                    // descriptor. Dropped with the links, outside the lock.
+                    // descriptor. Dropped with the links, in the second phase.
                     let finished = regs.finished.take();
-                    (wakers, !regs.callbacks.is_empty(), (links, finished))
+                    (wakers, !regs.callbacks.is_empty(), links, finished)
                 }
-                None => (ToWake::None, false, (Vec::new(), None)),
+                None => (ToWake::None, false, Vec::new(), None),
             };
+            let children = std::mem::take(&mut shared.children);
+            let descending = !children.is_empty() || !linked.is_empty();
+            shared.descending = descending;
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
-            let flag = if has_callbacks { CANCELLING } else { CANCELLED };
+            let flag = if callbacks { CANCELLING } else { CANCELLED };
             self.flag.store(flag, Ordering::Release);
-            let children = std::mem::take(&mut shared.children);
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
             // was taken out of the parent's list already, so nobody else touches its links.
             // (Its stale `slot` is never read again: a token without a parent unlinks nowhere.)
             // A root never gains a parent, so one without a link has nothing to leave.
-            let linked = shared.parent.is_some();
+            let leave = unlink && shared.parent.is_some();
             let parent = if unlink { None } else { shared.parent.take() };
-            break (
-                wakers,
-                shared.sleepers,
-                has_callbacks,
-                children,
-                parent,
-                linked,
+            let settle = Settle {
+                node: None,
+                stop: stop_index,
+                leave,
                 links,
-            );
+                finished,
+                wakers,
+                callbacks,
+            };
+            break (settle, shared.sleepers, children, parent, descending);
         };
-        if unlink && linked {
-            self.leave_parent();
-        }
-        // A cancelled token needs no linked parent either (invariant 8).
-        let (links, finished) = links;
-        Link::release_all(links);
-        drop_contained(finished);
-        // Possibly the parent's last `Arc`: its `Drop` runs here, with no lock held.
-        drop(parent);
         if sleepers > 0 {
             self.changed.notify_all();
         }
-        // A waker is the executor's code: contained like ours.
-        wakers.for_each(|waker| {
-            run_contained(|| waker.wake());
-        });
-        if has_callbacks {
-            self.run_callbacks(reason, cause, stop_index, next);
+        // Possibly the parent's last `Arc`: freed after the first phase.
+        if let Some(parent) = parent {
+            walk.let_go(parent);
         }
-        next.extend(
+        if descending {
+            if let Some(me) = me {
+                walk.stack.push((Next::Descended(me.clone()), stop_index));
+            }
+        }
+        walk.stack.extend(
+            linked
+                .into_iter()
+                .filter_map(|child| child.upgrade())
+                .map(|node| (Next::Linked(node), stop_index)),
+        );
+        walk.stack.extend(
             children
                 .into_iter()
                 .map(|child| (Next::Child(child), stop_index)),
         );
-        true
+        let owed = settle.leave
+            || !settle.links.is_empty()
+            || settle.finished.is_some()
+            || settle.callbacks
+            || !matches!(settle.wakers, ToWake::None);
+        let settle = owed.then(|| Settle {
+            node: me.cloned(),
+            ..settle
+        });
+        Reached::Cancelled(settle, descending)
+    }
+
+    /// The walk's first phase reached every descendant of this token it had to: a cancel
+    /// waiting for that returns (invariant 11).
+    fn descended(&self) {
+        let sleepers = {
+            let mut shared = sync::lock(&self.shared);
+            shared.descending = false;
+            shared.sleepers
+        };
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
+    }
+
+    /// Blocks until the walk that cancelled this token has reached all its descendants. That
+    /// walk is in its first phase, which runs no user code and waits for nobody, so this
+    /// returns soon.
+    fn wait_descended(&self) {
+        let mut shared = sync::lock(&self.shared);
+        while shared.descending {
+            shared = self.sleep(shared, None);
+        }
+    }
+
+    /// The second phase at one token: it leaves its parents, then its wakers are woken and
+    /// its callbacks run.
+    fn settle(&self, settle: Settle, stops: &Stops) {
+        if settle.leave {
+            self.leave_parent();
+        }
+        // A cancelled token needs no linked parent either (invariant 8).
+        Link::release_all(settle.links);
+        drop_contained(settle.finished);
+        // A waker is the executor's code: contained like ours.
+        settle.wakers.for_each(|waker| {
+            run_contained(|| waker.wake());
+        });
+        if settle.callbacks {
+            let stop = stops.get(settle.stop);
+            self.run_callbacks(stop.reason, stop.cause.as_ref());
+        }
     }
 
     /// Seals the token: from now on it can never be cancelled. `false` if it was cancelled
@@ -292,21 +488,13 @@ impl TokenState {
 
     /// Runs the registered callbacks one by one, in registration order, with the lock released
     /// while each runs (invariant 5). A panicking callback is contained and counted; the rest
-    /// run. A callback registered meanwhile joins the end of the line (invariant 2).
+    /// run. A callback registered meanwhile joins the end of the line (invariant 2): a link
+    /// among them (a token linked while this one was cancelling) cancels its token then.
     ///
     /// One critical section per callback both retires the one that just returned and takes out
     /// the next: a guard waiting for the former then sees another key running (or none) and
     /// returns.
-    ///
-    /// A link (invariant 8) is not run here but queued in `next`, so that a cancel reaches a
-    /// chain of linked tokens of any length with the walk's loop, never by recursion.
-    fn run_callbacks(
-        &self,
-        reason: CancelReason,
-        cause: Option<&Cause>,
-        stop_index: usize,
-        next: &mut Vec<(Next, usize)>,
-    ) {
+    fn run_callbacks(&self, reason: CancelReason, cause: Option<&Cause>) {
         let me = thread::current().id();
         loop {
             let (callback, sleepers) = {
@@ -330,15 +518,22 @@ impl TokenState {
             let Some((_, callback)) = callback else {
                 return;
             };
-            if let Callback::Link(child) = &callback {
-                next.extend(child.upgrade().map(|node| (Next::Linked(node), stop_index)));
-                continue;
-            }
             if run_contained(|| callback.call(reason, cause)).is_none() {
                 stats::callback_panicked();
             }
         }
     }
+}
+
+/// Whether a cancel that reaches a token another walk is still descending from waits for that
+/// walk (invariant 11). Always, but in a loom build whose negative control puts back the old
+/// path, where it returned at once, before every descendant read cancelled.
+fn waits_for_descents() -> bool {
+    #[cfg(tethered_loom)]
+    if crate::fault::put_back("cancel_returns_before_descendants") {
+        return false;
+    }
+    true
 }
 
 /// Whether a cancel asks a token's finished check (invariant 10). Always, but in a loom build

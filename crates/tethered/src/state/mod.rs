@@ -21,7 +21,7 @@
 //!   compare-exchange, with no lock; every holder of the lock makes it [`ACTIVE`] first
 //!   (`flag_under_lock`), before it can attach anything.
 //! - [`ACTIVE`]: neither cancelled nor sealed; registrations, wakers and children attach.
-//! - [`CANCELLING`]: cancelled, and the cancelling thread still runs the token's callbacks;
+//! - [`CANCELLING`]: cancelled, and the cancelling thread has the token's callbacks still to run;
 //!   a callback registered now joins the end of the line and runs on that thread, in order.
 //! - [`CANCELLED`]: cancelled, every callback run; a registration runs inline.
 //! - [`SEALED`]: never to be cancelled (its job finished, or it is `never()`); a cancel is a
@@ -38,8 +38,8 @@
 //!    `ACTIVE` (a holder of the lock): the flag word decides between the two, and the loser
 //!    sees the winner's value.
 //! 2. Once the flag left `ACTIVE`, nothing is added to `wakers` or `children`, and callbacks are
-//!    added only while it is `CANCELLING` (the cancel's own callbacks are still being run; a
-//!    late one waits its turn, in order). A registration after that runs inline (cancelled) or
+//!    added only while it is `CANCELLING` (the cancel's callbacks are still to run or being
+//!    run; a late one waits its turn, in order). A registration after that runs inline (cancelled) or
 //!    is dropped (sealed).
 //! 3. A callback is owned by exactly one of: the `callbacks` map (registered, not yet run), the
 //!    cancelling thread (taken out of the map, running; `running` names its key and thread), or
@@ -57,8 +57,8 @@
 //!    makes no futex system call.
 //! 7. Tree (see `tree.rs`): an active child holds a strong `Arc` of its parent (`parent`) and
 //!    its slot in the parent's `children` (a `Weak`, so a parent never keeps a child alive). A
-//!    token cuts both links when it leaves `ACTIVE`, and is spliced out of the tree when its
-//!    last [`TokenRef`] goes. Cancel walks the tree with an explicit stack and drop releases a
+//!    token cuts both links when it leaves `ACTIVE` (a cancelled one once its descent is over:
+//!    invariant 11), and is spliced out of the tree when its last [`TokenRef`] goes. Cancel walks the tree with an explicit stack and drop releases a
 //!    chain of parents with a loop, so neither recurses, however deep the tree.
 //! 8. Links (see `links.rs`): a token with more than one parent is the tree child of the first
 //!    and linked to the others: it holds a strong `Arc` of each (in `regs.links`) and a
@@ -82,6 +82,17 @@
 //!     instead of cancelling it: a cancel that came after the work finished changes nothing,
 //!     whenever its result is published. Then the cancel decides again under the lock, so a
 //!     seal or another cancel made meanwhile stands. The check is asked once per cancel.
+//!
+//! 11. Descent: a cancel walks the tree in two phases. The first sets the flag of every token
+//!     it reaches, runs no user code and waits for nobody; a token it cancelled that has
+//!     children or linked children is `descending` until the walk has reached all of them,
+//!     and keeps its place in its parents (its tree parent's `children`, its link callbacks)
+//!     until then, so a concurrent cancel from above still finds it. The second phase cuts
+//!     those links and runs the wakers and callbacks, in the order of the walk. A cancel that
+//!     reaches a token another walk is still descending from (or is Lost on one) waits, after
+//!     its own first phase, until that walk's first phase has reached the token's descendants.
+//!     So `cancel` returns only once every descendant reads cancelled, and no wait can form a
+//!     circle: a walk waits only once its own first phase is over.
 //!
 //! # Lock order
 //!
@@ -203,6 +214,9 @@ pub(crate) struct TokenState {
 #[repr(C)]
 struct Shared {
     reason: Option<CancelReason>,
+    /// Set by the cancel that cancelled this token while its walk has not yet reached every
+    /// descendant (invariant 11). In the reason's padding: it costs the token no byte.
+    descending: bool,
     /// The sequence number of the cancel that decided `reason` (invariant 9); set with it. In
     /// the padding between the reason and the cause: it costs the token no byte.
     sequence: u32,
@@ -310,6 +324,7 @@ impl TokenState {
             flag: AtomicU8::new(flag),
             shared: Mutex::new(Shared {
                 reason: None,
+                descending: false,
                 sequence: 0,
                 cause: None,
                 regs: None,

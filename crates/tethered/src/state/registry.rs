@@ -76,6 +76,24 @@ impl<T> Registry<T> {
         None
     }
 
+    /// Takes out every entry `pick` chooses and hands each to `out`, in key order.
+    pub(super) fn take_where(&mut self, mut pick: impl FnMut(&T) -> bool, mut out: impl FnMut(T)) {
+        let Registry { slots, live } = self;
+        let mut taken = false;
+        for (_, slot) in slots.iter_mut() {
+            if slot.as_ref().is_some_and(&mut pick) {
+                if let Some(value) = slot.take() {
+                    *live -= 1;
+                    taken = true;
+                    out(value);
+                }
+            }
+        }
+        if taken {
+            self.sweep();
+        }
+    }
+
     /// Every live value, in key order, leaving the registry empty.
     pub(super) fn into_values(self) -> impl Iterator<Item = T> {
         self.slots.into_iter().filter_map(|(_, value)| value)
@@ -119,11 +137,25 @@ mod tests {
             registry.slots.len() <= 2 * registry.len() + 8,
             "holes are swept"
         );
+        let mut threes = Vec::new();
+        registry.take_where(|value| *value % 3 == 0, |value| threes.push(value));
+        assert_eq!(threes[..3], [30, 90, 150], "taken in key order");
+        assert!(!registry.contains(3) && registry.contains(5));
+        registry.take_where(|value| *value == 1, |value| threes.push(value));
+        for value in [10, 50, 70] {
+            registry.push(1_000 + value, value);
+        }
         let rest: Vec<_> = registry.into_values().collect();
-        // The odd keys are left, in order; 51's value was changed in place.
-        assert_eq!(rest.len(), 50);
-        assert_eq!(rest[..3], [10, 30, 50]);
-        assert_eq!(rest[25], 1);
+        // The odd keys not taken are left, in order, then the three pushed after the takes.
+        assert_eq!(threes.len(), 17, "16 multiples of 30, and 51's 1");
+        assert_eq!(
+            threes.last(),
+            Some(&1),
+            "51's value, changed in place, then taken"
+        );
+        assert_eq!(rest.len(), 50 - 17 + 3);
+        assert_eq!(rest[..3], [10, 50, 70]);
+        assert_eq!(rest[rest.len() - 3..], [10, 50, 70]);
     }
 
     #[test]

@@ -40,6 +40,12 @@ impl TokenRef {
     pub(crate) fn ptr_eq(&self, other: &TokenRef) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// The token's address: equal for two handles exactly when [`ptr_eq`](Self::ptr_eq) is
+    /// (the token lives as long as either handle), for hashing.
+    pub(crate) fn addr(&self) -> *const TokenState {
+        Arc::as_ptr(&self.0)
+    }
 }
 
 impl Deref for TokenRef {

@@ -178,9 +178,10 @@ impl CancelToken {
     ///   method of any token, register callbacks, drop guards.
     /// - When it runs depends on the token's state at the moment of registration:
     ///   - **not cancelled**: on the thread that cancels, inside [`CancelSource::cancel`] (or
-    ///     the cancel of an ancestor), after the flag is set and waiters are woken. Callbacks
-    ///     run one after another in registration order, and a parent's callbacks run before its
-    ///     children are cancelled.
+    ///     the cancel of an ancestor), once the flags of the token and of all its descendants
+    ///     are set and the token's waiters are woken. Callbacks run one after another in
+    ///     registration order, a parent's before its children's: a callback finds every
+    ///     descendant of its token cancelled already.
     ///   - **being cancelled** (the cancelling thread is still running earlier callbacks):
     ///     it joins the end of that line and runs on the cancelling thread, after them, before
     ///     that `cancel` returns; `on_cancel` itself returns without waiting for it.
@@ -325,8 +326,9 @@ impl CancelToken {
     ///
     /// A cancel walks the tree with a loop, not by recursion, and so does the drop of a chain's
     /// last handle: a chain a million levels deep cancels and drops on a default thread stack.
-    /// A parent's own callbacks run before its children are cancelled. A child of a sealed
-    /// token (see [`never`](Self::never)) is never cancelled by it.
+    /// A cancel sets the flags of the whole subtree before any callback runs; then a parent's
+    /// callbacks run before its children's. A child of a sealed token (see
+    /// [`never`](Self::never)) is never cancelled by it.
     ///
     /// ```
     /// use tethered::{CancelReason, CancelSource};
@@ -370,6 +372,35 @@ impl CancelToken {
     /// ```
     pub fn registrations(&self) -> usize {
         self.state.registrations()
+    }
+}
+
+/// Two tokens are equal when they observe the same source: [`same_as`](CancelToken::same_as).
+/// With [`Hash`], a token can key a map (of the work waiting on each request, say).
+///
+/// ```
+/// use std::collections::HashSet;
+/// use tethered::CancelSource;
+///
+/// let request = CancelSource::new();
+/// let other = CancelSource::new();
+/// let seen: HashSet<_> = [request.token(), request.token(), other.token()].into();
+/// assert_eq!(seen.len(), 2);
+/// assert!(seen.contains(&request.token()));
+/// assert_eq!(request.token(), request.token());
+/// assert_ne!(request.token(), request.child().token(), "a child is a token of its own");
+/// ```
+impl PartialEq for CancelToken {
+    fn eq(&self, other: &CancelToken) -> bool {
+        self.same_as(other)
+    }
+}
+
+impl Eq for CancelToken {}
+
+impl std::hash::Hash for CancelToken {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self.state.addr(), state);
     }
 }
 

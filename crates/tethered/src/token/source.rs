@@ -51,9 +51,14 @@ impl CancelSource {
     /// source is cancelled at once but with the ancestor's reason and cause, and the return
     /// value agrees with what [`CancelToken::reason`] reads.
     ///
-    /// The call that cancels sets the flag, wakes every waiter, and then runs the registered
-    /// callbacks on this thread before returning (see [`CancelToken::on_cancel`]), then cancels
-    /// the descendants.
+    /// The call that cancels sets the flag of this source's tokens and of every descendant
+    /// first, then wakes every waiter and runs the registered callbacks on this thread (see
+    /// [`CancelToken::on_cancel`]): this source's first, then its descendants', in tree order.
+    ///
+    /// Every call returns only once every descendant reads cancelled, a call that returns
+    /// `false` included: when another thread is cancelling this source, or a token between it
+    /// and a descendant, at the same moment, this call waits until that cancel has set the
+    /// flags below it (no callback runs before that, so the wait is short).
     ///
     /// ```
     /// use tethered::{CancelReason, CancelSource};
@@ -219,6 +224,48 @@ impl CancelSource {
 impl Default for CancelSource {
     fn default() -> Self {
         CancelSource::new()
+    }
+}
+
+/// Two sources are equal when they are clones of one another: when their tokens are
+/// [`same_as`](CancelToken::same_as) each other. A source also equals its own tokens, and
+/// hashes as they do.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use tethered::CancelSource;
+///
+/// let request = CancelSource::new();
+/// assert_eq!(request, request.clone());
+/// assert_ne!(request, CancelSource::new());
+/// assert!(request == request.token());
+/// let mut work = HashMap::new();
+/// work.insert(request.token(), "render");
+/// assert_eq!(work.get(&request.token()), Some(&"render"));
+/// ```
+impl PartialEq for CancelSource {
+    fn eq(&self, other: &CancelSource) -> bool {
+        self.state.ptr_eq(&other.state)
+    }
+}
+
+impl Eq for CancelSource {}
+
+impl PartialEq<CancelToken> for CancelSource {
+    fn eq(&self, other: &CancelToken) -> bool {
+        self.state.ptr_eq(&other.state)
+    }
+}
+
+impl PartialEq<CancelSource> for CancelToken {
+    fn eq(&self, other: &CancelSource) -> bool {
+        self.state.ptr_eq(&other.state)
+    }
+}
+
+impl std::hash::Hash for CancelSource {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self.state.addr(), state);
     }
 }
 

@@ -51,7 +51,7 @@ impl AbortHandle {
     fn cancel_because(&self, reason: CancelReason, cause: Option<Cause>) -> bool {
         // A job nobody holds any more has finished: its sealed token makes this a no-op.
         let job = self.job.as_ref().and_then(|job| job.upgrade());
-        cancel_job(&self.token.state, job.as_deref(), reason, cause)
+        cancel_job(self.token.state.arc(), job.as_deref(), reason, cause)
     }
 
     /// Cancels the job with [`CancelReason::Timeout`] at `deadline`, as

@@ -198,7 +198,7 @@ impl<T> AbortableNative<T> {
         let Some(job) = &self.job else {
             return false;
         };
-        cancel_job(&self.token.state, Some(&**job), reason, cause)
+        cancel_job(self.token.state.arc(), Some(&**job), reason, cause)
     }
 }
 

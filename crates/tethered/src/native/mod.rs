@@ -356,7 +356,7 @@ impl<J: fmt::Debug> fmt::Debug for CancelAndJoin<J> {
 /// Generic over the job's view, not `&dyn JobControl`: the handle holds a `dyn JobHandle<T>`,
 /// and turning that into a `dyn JobControl` is trait upcasting, newer than `rust-version`.
 pub(crate) fn cancel_job<J>(
-    token: &TokenState,
+    token: &crate::sync::Arc<TokenState>,
     job: Option<&J>,
     reason: CancelReason,
     cause: Option<Cause>,

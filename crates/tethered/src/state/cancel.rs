@@ -5,8 +5,8 @@
 use super::links::Link;
 use super::wakers::ToWake;
 use super::{
-    ACTIVE, BARE, CANCELLED, CANCELLED_BIT, CANCELLING, Callback, Cancel, FinishedCheck, SEALED,
-    Stop, TokenState, drop_each, run_contained,
+    ACTIVE, BARE, CANCELLED, CANCELLED_BIT, CANCELLING, Callback, Cancel, DESCENDING,
+    DESCENT_AWAITED, FinishedCheck, SEALED, Stop, TokenState, drop_each, run_contained,
 };
 use crate::contain::drop_contained;
 use crate::reason::{CancelReason, Cause};
@@ -19,14 +19,11 @@ pub(super) enum Next {
     Child(Weak<TokenState>),
     /// A token linked to a cancelled parent (invariant 8).
     Linked(Arc<TokenState>),
-    /// Every descendant of this token reads cancelled now: popped once the walk reached the
-    /// last of them (invariant 11).
-    Descended(Arc<TokenState>),
 }
 
 /// What a walk owes a token it cancelled once its first phase is over (invariant 11): the
-/// links it cuts, then its wakers and callbacks.
-struct Settle {
+/// links it cuts, then its callbacks. Most tokens are owed nothing (a plain child).
+struct Owed {
     /// `None`: the token the walk began at.
     node: Option<Arc<TokenState>>,
     /// Its index in the walk's stops: the reason and cause its callbacks are given.
@@ -37,18 +34,34 @@ struct Settle {
     links: Vec<Link>,
     /// Its finished check (invariant 10), of no more use.
     finished: Option<FinishedCheck>,
-    wakers: ToWake,
     /// Whether it has callbacks to run: its flag is `CANCELLING` until they have.
     callbacks: bool,
 }
 
+/// What [`TokenState::cancel_node`] took out of a token it cancelled.
+struct Cut {
+    /// The stop it was cancelled with (the walk's, or an earlier cancel's: invariant 9), and
+    /// so everything below it.
+    stop: usize,
+    children: Vec<Weak<TokenState>>,
+    /// The tokens linked to it (invariant 8).
+    linked: Vec<Weak<TokenState>>,
+    owed: Option<Owed>,
+}
+
+impl Cut {
+    /// Whether the walk goes on below the token.
+    fn descends(&self) -> bool {
+        !self.children.is_empty() || !self.linked.is_empty()
+    }
+}
+
 /// What [`TokenState::cancel_node`] found.
 enum Reached {
-    /// Cancelled it; with what the walk owes it after its first phase, if anything, and
-    /// whether the walk goes on below it.
-    Cancelled(Option<Settle>, bool),
-    /// Another walk cancelled it and has not yet reached all its descendants.
-    Descending,
+    Cancelled(Cut),
+    /// Cancelled by another walk, which may not have reached all its descendants yet: the
+    /// first token of that walk (`None`: this one), whose `DESCENDING` bit says.
+    Descending(Option<Weak<TokenState>>),
     /// Sealed, or cancelled with every descendant reached.
     Settled,
 }
@@ -83,9 +96,12 @@ struct Walk {
     stack: Vec<(Next, usize)>,
     /// What is owed, after the first phase, to the tokens this walk cancelled below its first,
     /// in the order it cancelled them.
-    owed: Vec<Settle>,
-    /// Tokens another walk is still descending from: this cancel returns once it has.
-    waits: Vec<Arc<TokenState>>,
+    owed: Vec<Owed>,
+    /// The first tokens of other walks still descending: this cancel returns once they have.
+    waits: Vec<Weak<TokenState>>,
+    /// The first token of this walk, for the tokens it cancels on its way down to name
+    /// (invariant 11); made when the first of them is.
+    first: Option<Weak<TokenState>>,
     /// Tokens whose last `Arc` this walk let go of in its first phase: freed after it, since
     /// freeing one drops its callbacks (user code).
     freed: Vec<TokenState>,
@@ -98,6 +114,23 @@ impl Walk {
             self.freed.push(state);
         }
     }
+
+    /// Pushes what lies below a token it cancelled: its linked tokens, then its children
+    /// (taken first).
+    fn push_below(&mut self, cut: Cut) {
+        let stop = cut.stop;
+        self.stack.extend(
+            cut.linked
+                .into_iter()
+                .filter_map(|child| child.upgrade())
+                .map(|node| (Next::Linked(node), stop)),
+        );
+        self.stack.extend(
+            cut.children
+                .into_iter()
+                .map(|child| (Next::Child(child), stop)),
+        );
+    }
 }
 
 impl TokenState {
@@ -108,10 +141,10 @@ impl TokenState {
     ///
     /// Returns once every descendant reads cancelled, those a concurrent cancel reached first
     /// included (invariant 11). The tree is walked with an explicit stack (invariant 7), in
-    /// two phases: first every flag of the subtree, with no user code and no wait; then the
-    /// wakers and callbacks, this token's first, the rest in the order of the walk, with no
-    /// lock held.
-    pub(crate) fn cancel(&self, reason: CancelReason, cause: Option<Cause>) -> Cancel {
+    /// two phases: first every flag of the subtree (and its waiters woken), with no lock held
+    /// across tokens and no wait; then the links cut and the callbacks run, this token's
+    /// first, the rest in the order of the walk.
+    pub(crate) fn cancel(self: &Arc<Self>, reason: CancelReason, cause: Option<Cause>) -> Cancel {
         // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to know
         // this cancel is a no-op (the handle of every finished job drops through here). Any
         // other value is decided again under the lock.
@@ -152,28 +185,37 @@ impl TokenState {
             stack: Vec::new(),
             owed: Vec::new(),
             waits: Vec::new(),
+            first: None,
             freed: Vec::new(),
         };
-        let (mine, descending) = match self.cancel_node(None, 0, true, &mut walk) {
-            Reached::Cancelled(mine, descending) => (mine, descending),
-            Reached::Descending => {
-                // Cancelled by another walk still on its way down: it decided; this call
-                // returns once every descendant reads cancelled, as that walk's does.
+        let mut cut = match self.cancel_node(0, true, false, &mut walk) {
+            Reached::Cancelled(cut) => cut,
+            Reached::Descending(first) => {
+                // Cancelled by another walk, perhaps still on its way down: it decided; this
+                // call returns once every descendant reads cancelled, as that walk's does.
                 if waits_for_descents() {
-                    self.wait_descended();
+                    match first {
+                        Some(first) => {
+                            if let Some(first) = first.upgrade() {
+                                first.wait_descended();
+                            }
+                        }
+                        None => self.wait_descended(),
+                    }
                 }
                 return Cancel::Lost;
             }
             Reached::Settled => return Cancel::Lost,
         };
+        let mine = cut.owed.take();
+        let descending = cut.descends();
+        walk.push_below(cut);
         // The first phase: the flags of the whole subtree.
-        while let Some((next, mut stop)) = walk.stack.pop() {
+        if descending {
+            walk.first = Some(Arc::downgrade(self));
+        }
+        while let Some((next, stop)) = walk.stack.pop() {
             let (node, unlink) = match next {
-                Next::Descended(node) => {
-                    node.descended();
-                    walk.let_go(node);
-                    continue;
-                }
                 // Its parent took it out of its children already: no unlink needed.
                 Next::Child(child) => match child.upgrade() {
                     Some(node) => (node, false),
@@ -182,19 +224,17 @@ impl TokenState {
                 // Reached through a link: it leaves its own tree parent as it is cancelled.
                 Next::Linked(node) => (node, true),
             };
-            // A token with another way up than this walk's may have an ancestor that an
-            // earlier cancel reached first, its walk still on the way here: that cancel
-            // decides (invariant 9). A plain child has only the way the walk came.
-            if unlink || node.has_links() {
-                if let Some(earlier) = node.earliest_cancelled_ancestor().filter(|earlier| {
-                    sync::sequence_before(earlier.sequence, walk.stops.get(stop).sequence)
-                }) {
-                    stop = walk.stops.push(earlier);
+            match node.cancel_node(stop, unlink, true, &mut walk) {
+                Reached::Cancelled(mut cut) => {
+                    if let Some(mut owed) = cut.owed.take() {
+                        owed.node = Some(node.clone());
+                        walk.owed.push(owed);
+                    }
+                    walk.push_below(cut);
                 }
-            }
-            match node.cancel_node(Some(&node), stop, unlink, &mut walk) {
-                Reached::Cancelled(owed, _) => walk.owed.extend(owed),
-                Reached::Descending => walk.waits.push(node.clone()),
+                Reached::Descending(first) => walk
+                    .waits
+                    .push(first.unwrap_or_else(|| Arc::downgrade(&node))),
                 Reached::Settled => {}
             }
             walk.let_go(node);
@@ -207,27 +247,19 @@ impl TokenState {
             self.settle(mine, &walk.stops);
         }
         for owed in std::mem::take(&mut walk.owed) {
-            let node = owed.node.clone();
-            if let Some(node) = node {
+            if let Some(node) = owed.node.clone() {
                 node.settle(owed, &walk.stops);
             }
         }
         drop(walk.freed);
         if waits_for_descents() {
-            for node in walk.waits {
-                node.wait_descended();
+            for first in walk.waits {
+                if let Some(first) = first.upgrade() {
+                    first.wait_descended();
+                }
             }
         }
         outcome
-    }
-
-    /// Whether this token has linked parents (invariant 8).
-    fn has_links(&self) -> bool {
-        let shared = sync::lock(&self.shared);
-        shared
-            .regs
-            .as_ref()
-            .is_some_and(|regs| !regs.links.is_empty())
     }
 
     /// The stop of the cancelled ancestor that was cancelled first (the smallest sequence
@@ -265,34 +297,51 @@ impl TokenState {
         }
     }
 
-    /// The first phase at one token (`me`: its `Arc`, `None` for the walk's first): sets the
-    /// flag and the reason, takes out its children and linked children and pushes them onto
-    /// the walk's stack (below them, if there are any, the marker of its descent), and
-    /// returns what the second phase owes it. Runs no user code and waits for nobody.
+    /// The first phase at one token: sets the flag and the reason, wakes its waiters, and
+    /// takes out its children and linked children for the walk and what the second phase
+    /// owes it. Takes no other token's lock while it holds its own, and waits for nobody.
     ///
     /// With `unlink` (a cancel of this token itself, or through a link, not from its tree
     /// parent), it leaves its parent's children in the second phase: until then a concurrent
-    /// cancel from above still finds it, and waits for its descent.
-    fn cancel_node(
-        &self,
-        me: Option<&Arc<TokenState>>,
-        stop_index: usize,
-        unlink: bool,
-        walk: &mut Walk,
-    ) -> Reached {
-        let stop = walk.stops.get(stop_index);
-        let (reason, cause, sequence) = (stop.reason, stop.cause.clone(), stop.sequence);
+    /// cancel from above still finds it, and waits for its descent. With `look_up` (a token
+    /// below the walk's first), a token reached through a link, or with links of its own, has
+    /// another way up than the walk's: an earlier cancel that reached an ancestor on that way
+    /// first decides its reason (invariant 9).
+    fn cancel_node(&self, stop: usize, unlink: bool, look_up: bool, walk: &mut Walk) -> Reached {
+        let mut stop = stop;
+        let mut looked_up = !look_up;
         let mut checked = false;
         let mut linked = Vec::new();
-        let (settle, sleepers, children, parent, descending) = loop {
+        let (wakers, sleepers, cut, parent) = loop {
             let mut shared = sync::lock(&self.shared);
             let flag = self.flag_under_lock();
             if flag != ACTIVE {
-                return if flag & CANCELLED_BIT != 0 && shared.descending {
-                    Reached::Descending
-                } else {
-                    Reached::Settled
+                // Cancelled by another walk: by its first token (`DESCENDING` then says whether
+                // it still is on its way down), or on that walk's way down from its first.
+                return match shared.descent.clone() {
+                    Some(first) => Reached::Descending(Some(first)),
+                    // ORDERING: Acquire, as in `wait_descended`: a bit found cleared here ends
+                    // the wait, so the clear's Release must show every flag below.
+                    None if flag & CANCELLED_BIT != 0
+                        && self.flag.load(Ordering::Acquire) & DESCENDING != 0 =>
+                    {
+                        Reached::Descending(None)
+                    }
+                    None => Reached::Settled,
                 };
+            }
+            if !looked_up && (unlink || shared.regs.as_ref().is_some_and(|r| !r.links.is_empty())) {
+                // Each lock is taken alone: this one is released before the ancestors'.
+                drop(shared);
+                looked_up = true;
+                let current = walk.stops.get(stop).sequence;
+                if let Some(earlier) = self
+                    .earliest_cancelled_ancestor()
+                    .filter(|earlier| sync::sequence_before(earlier.sequence, current))
+                {
+                    stop = walk.stops.push(earlier);
+                }
+                continue;
             }
             // Invariant 10: work that finished unreported is not cancelled but sealed.
             let check = match &shared.regs {
@@ -309,9 +358,10 @@ impl TokenState {
                 }
                 continue;
             }
-            shared.reason = Some(reason);
-            shared.cause = cause;
-            shared.sequence = sequence;
+            let given = walk.stops.get(stop);
+            shared.reason = Some(given.reason);
+            shared.cause = given.cause.clone();
+            shared.sequence = given.sequence;
             // Most tokens have no waiter: then there is no registry to take out and drain,
             // which would cost about as much as the rest of a child's cancel.
             let (wakers, callbacks, links, finished) = match shared.regs.as_mut() {
@@ -319,14 +369,16 @@ impl TokenState {
                     let wakers = regs.wakers.take();
                     // The links to tokens linked to this one are the walk's own, not user
                     // code: followed in the first phase (invariant 11).
-                    regs.callbacks.take_where(
-                        |callback| matches!(callback, Callback::Link(_)),
-                        |callback| {
-                            if let Callback::Link(child) = callback {
-                                linked.push(child);
-                            }
-                        },
-                    );
+                    if !regs.callbacks.is_empty() {
+                        regs.callbacks.take_where(
+                            |callback| matches!(callback, Callback::Link(_)),
+                            |callback| {
+                                if let Callback::Link(child) = callback {
+                                    linked.push(child);
+                                }
+                            },
+                        );
+                    }
                     let links = std::mem::take(&mut regs.links);
                     // Decided: the check (invariant 10) is of no more use, and may hold a
                     // descriptor. Dropped with the links, in the second phase.
@@ -336,102 +388,104 @@ impl TokenState {
                 None => (ToWake::None, false, Vec::new(), None),
             };
             let children = std::mem::take(&mut shared.children);
-            let descending = !children.is_empty() || !linked.is_empty();
-            shared.descending = descending;
+            // Invariant 11: a token below the walk's first names that first; the first carries
+            // the bit, until the walk has reached all its descendants.
+            let descending = if children.is_empty() && linked.is_empty() {
+                0
+            } else if let Some(first) = &walk.first {
+                shared.descent = Some(first.clone());
+                0
+            } else {
+                DESCENDING
+            };
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
             let flag = if callbacks { CANCELLING } else { CANCELLED };
-            self.flag.store(flag, Ordering::Release);
+            self.flag.store(flag | descending, Ordering::Release);
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
             // was taken out of the parent's list already, so nobody else touches its links.
             // (Its stale `slot` is never read again: a token without a parent unlinks nowhere.)
             // A root never gains a parent, so one without a link has nothing to leave.
             let leave = unlink && shared.parent.is_some();
             let parent = if unlink { None } else { shared.parent.take() };
-            let settle = Settle {
-                node: None,
-                stop: stop_index,
-                leave,
-                links,
-                finished,
-                wakers,
-                callbacks,
+            let owed =
+                (callbacks || leave || !links.is_empty() || finished.is_some()).then(|| Owed {
+                    node: None,
+                    stop,
+                    leave,
+                    links,
+                    finished,
+                    callbacks,
+                });
+            let cut = Cut {
+                stop,
+                children,
+                linked: std::mem::take(&mut linked),
+                owed,
             };
-            break (settle, shared.sleepers, children, parent, descending);
+            break (wakers, shared.sleepers, cut, parent);
         };
         if sleepers > 0 {
             self.changed.notify_all();
         }
+        // A waker is the executor's code, which only schedules its task: woken at once, and
+        // contained like ours.
+        wakers.for_each(|waker| {
+            run_contained(|| waker.wake());
+        });
         // Possibly the parent's last `Arc`: freed after the first phase.
         if let Some(parent) = parent {
             walk.let_go(parent);
         }
-        if descending {
-            if let Some(me) = me {
-                walk.stack.push((Next::Descended(me.clone()), stop_index));
-            }
-        }
-        walk.stack.extend(
-            linked
-                .into_iter()
-                .filter_map(|child| child.upgrade())
-                .map(|node| (Next::Linked(node), stop_index)),
-        );
-        walk.stack.extend(
-            children
-                .into_iter()
-                .map(|child| (Next::Child(child), stop_index)),
-        );
-        let owed = settle.leave
-            || !settle.links.is_empty()
-            || settle.finished.is_some()
-            || settle.callbacks
-            || !matches!(settle.wakers, ToWake::None);
-        let settle = owed.then(|| Settle {
-            node: me.cloned(),
-            ..settle
-        });
-        Reached::Cancelled(settle, descending)
+        Reached::Cancelled(cut)
     }
 
     /// The walk's first phase reached every descendant of this token it had to: a cancel
     /// waiting for that returns (invariant 11).
     fn descended(&self) {
-        let sleepers = {
-            let mut shared = sync::lock(&self.shared);
-            shared.descending = false;
-            shared.sleepers
-        };
-        if sleepers > 0 {
+        // ORDERING: Release: everything the walk did below this token (every descendant's
+        // flag store) happens before a waiter's Acquire read of the cleared bit.
+        let was = self
+            .flag
+            .fetch_and(!(DESCENDING | DESCENT_AWAITED), Ordering::Release);
+        if was & DESCENT_AWAITED != 0 {
+            // A waiter marked the bit under the lock and sleeps until notified: taking the
+            // lock here orders this notify after its wait began.
+            drop(sync::lock(&self.shared));
             self.changed.notify_all();
         }
     }
 
     /// Blocks until the walk that cancelled this token has reached all its descendants. That
-    /// walk is in its first phase, which runs no user code and waits for nobody, so this
-    /// returns soon.
+    /// walk is in its first phase, which waits for nobody, so this returns soon.
     fn wait_descended(&self) {
+        // ORDERING: Acquire, as below: a cleared bit shows every descendant's flag.
+        if self.flag.load(Ordering::Acquire) & DESCENDING == 0 {
+            return;
+        }
         let mut shared = sync::lock(&self.shared);
-        while shared.descending {
+        loop {
+            // ORDERING: AcqRel: the read pairs with `descended`'s Release; the mark is one
+            // read-modify-write of the word that `descended` clears, so exactly one of the two
+            // sees the other's.
+            let was = self.flag.fetch_or(DESCENT_AWAITED, Ordering::AcqRel);
+            if was & DESCENDING == 0 {
+                return;
+            }
             shared = self.sleep(shared, None);
         }
     }
 
-    /// The second phase at one token: it leaves its parents, then its wakers are woken and
-    /// its callbacks run.
-    fn settle(&self, settle: Settle, stops: &Stops) {
-        if settle.leave {
+    /// The second phase at one token: it leaves its parents, then its callbacks run.
+    fn settle(&self, owed: Owed, stops: &Stops) {
+        if owed.leave {
             self.leave_parent();
         }
         // A cancelled token needs no linked parent either (invariant 8).
-        Link::release_all(settle.links);
-        drop_contained(settle.finished);
-        // A waker is the executor's code: contained like ours.
-        settle.wakers.for_each(|waker| {
-            run_contained(|| waker.wake());
-        });
-        if settle.callbacks {
-            let stop = stops.get(settle.stop);
+        Link::release_all(owed.links);
+        drop_contained(owed.finished);
+        if owed.callbacks {
+            let stop = stops.get(owed.stop);
             self.run_callbacks(stop.reason, stop.cause.as_ref());
         }
     }

@@ -9,7 +9,8 @@
 
 use std::ops::Deref;
 
-use super::TokenState;
+use super::{Cancel, TokenState};
+use crate::reason::{CancelReason, Cause};
 use crate::sync::{Arc, Ordering, Weak, fence};
 
 /// A counted handle to a token's state: `TokenState::handles` counts the live ones.
@@ -28,6 +29,11 @@ impl TokenRef {
     /// The state, for a tree link or a comparison.
     pub(crate) fn arc(&self) -> &Arc<TokenState> {
         &self.0
+    }
+
+    /// Cancels the token and every descendant (see [`TokenState::cancel`]).
+    pub(crate) fn cancel(&self, reason: CancelReason, cause: Option<Cause>) -> Cancel {
+        self.0.cancel(reason, cause)
     }
 
     /// A `Weak` of the state: upgrading it gives an uncounted `Arc`, fit to cancel the token

@@ -21,7 +21,8 @@ fn cancelled_future_never_misses_the_cancel() {
 }
 
 /// `wait_timeout` against a cancel. loom does not model time: the wait never times out, so a
-/// lost wake-up is a deadlock, not a pass.
+/// lost wake-up is a deadlock, not a pass. The source's token is bare (nothing attached to it),
+/// so its cancel takes no lock unless the waiter made the token active before it slept.
 #[test]
 fn wait_timeout_never_misses_the_cancel() {
     model("wait_timeout_vs_cancel", || {
@@ -57,4 +58,16 @@ fn dropped_cancelled_future_leaves_nothing_behind() {
         canceller.join().unwrap();
         assert_eq!(token.registrations(), 0);
     });
+}
+
+/// The negative control: a waiter that sleeps on a bare token without making it active first
+/// is never woken by the cancel's lock-free compare-exchange, and loom reports the deadlock.
+#[cfg(tethered_loom)]
+#[test]
+fn negative_control_a_sleeper_on_a_bare_token_is_caught() {
+    loom_tests::fails_with_fault(
+        "wait_timeout_never_misses_the_cancel",
+        "sleeper_keeps_token_bare",
+        "deadlock",
+    );
 }

@@ -23,7 +23,7 @@ pub(crate) use std::sync::{Arc, Weak};
 pub(crate) use std::{
     sync::{
         Condvar, Mutex, MutexGuard,
-        atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence},
+        atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering, fence},
     },
     thread,
 };
@@ -32,7 +32,7 @@ pub(crate) use std::{
 pub(crate) use loom::{
     sync::{
         Condvar, Mutex, MutexGuard,
-        atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence},
+        atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering, fence},
     },
     thread,
 };

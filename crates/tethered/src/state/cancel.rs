@@ -6,7 +6,8 @@ use super::links::Link;
 use super::wakers::ToWake;
 use super::{
     ACTIVE, BARE, CANCELLED, CANCELLED_BIT, CANCELLING, Callback, Cancel, DESCENDING,
-    DESCENT_AWAITED, FinishedCheck, SEALED, Stop, TokenState, drop_each, run_contained,
+    DESCENT_AWAITED, FinishedCheck, SEALED, Stop, TokenState, drop_each, reason_bits,
+    run_contained,
 };
 use crate::contain::drop_contained;
 use crate::reason::{CancelReason, Cause};
@@ -151,6 +152,27 @@ impl TokenState {
         let flag = self.flag.load(Ordering::Relaxed);
         if flag == SEALED {
             return Cancel::Lost;
+        }
+        // A bare token (nothing ever attached: no waiter, no callback, no child, no parent, as a
+        // plain job's token) is cancelled by one compare-exchange of its flag, which publishes
+        // the reason with the cancelled bit: no lock, nothing else to do. Its seal is the other
+        // exit, decided by the same word (invariant 1). A cause needs the lock, as does any
+        // token that left BARE meanwhile: decided below, again.
+        if flag == BARE && cause.is_none() {
+            // ORDERING: Release: a poller's Acquire load that sees the bit sees the reason and
+            // everything the canceller did before.
+            if self
+                .flag
+                .compare_exchange(
+                    BARE,
+                    CANCELLED | reason_bits(reason),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                return Cancel::Won;
+            }
         }
         let sequence = sync::next_sequence();
         // An ancestor cancelled already (its walk has not reached this token yet) decides the
@@ -359,7 +381,7 @@ impl TokenState {
                 continue;
             }
             let given = walk.stops.get(stop);
-            shared.reason = Some(given.reason);
+            let reason = reason_bits(given.reason);
             shared.cause = given.cause.clone();
             shared.sequence = given.sequence;
             // Most tokens have no waiter: then there is no registry to take out and drain,
@@ -401,7 +423,8 @@ impl TokenState {
             // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
             // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
             let flag = if callbacks { CANCELLING } else { CANCELLED };
-            self.flag.store(flag | descending, Ordering::Release);
+            self.flag
+                .store(flag | descending | reason, Ordering::Release);
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
             // was taken out of the parent's list already, so nobody else touches its links.
             // (Its stale `slot` is never read again: a token without a parent unlinks nowhere.)
@@ -558,10 +581,12 @@ impl TokenState {
                 let callback = regs.callbacks.pop_first();
                 regs.running = callback.as_ref().map(|(key, _)| (*key, me));
                 if callback.is_none() {
-                    // ORDERING: Release, as every store of the flag; the cancelled bit was
-                    // published by the cancel's store already, so readers outside the lock see
-                    // no change. Under the lock (invariant 4).
-                    self.flag.store(CANCELLED, Ordering::Release);
+                    // CANCELLING to CANCELLED, the reason and the other bits kept. ORDERING:
+                    // Release, as every store of the flag; the cancelled bit was published by
+                    // the cancel's store already, so readers outside the lock see no change.
+                    // Under the lock (invariant 4).
+                    self.flag
+                        .fetch_and(!(CANCELLING & !CANCELLED), Ordering::Release);
                 }
                 (callback, sleepers)
             };

@@ -3,23 +3,26 @@
 //!
 //! # Lifecycle
 //!
-//! A token's lifecycle is one byte, `flag`, whose bit 0 says "cancelled", so
+//! A token's lifecycle is in one word, `flag`, whose bit 0 says "cancelled", so
 //! `is_cancelled` stays one load and one test. Its legal states and transitions:
 //!
 //! ```text
 //!          attach (under the lock)                 cancel, with callbacks to run
 //!  BARE ───────────────────────────▶ ACTIVE ──────────────────────────────────▶ CANCELLING
-//!    │                                 │ │                                          │
-//!    │ seal (one compare-exchange,     │ │ cancel, nothing to run                   │ the last
-//!    │ no lock)                        │ └────────────────────────▶ CANCELLED ◀─────┘ callback
-//!    │                                 │ seal (under the lock)                          returned
-//!    └───────────────────────────────▶ SEALED ◀┘
+//!    │ │                               │ │                                          │
+//!    │ │ cancel with no cause (one     │ │ cancel, nothing to run                   │ the last
+//!    │ │ compare-exchange, no lock)    │ └────────────────────────▶ CANCELLED ◀─────┘ callback
+//!    │ └───────────────────────────────┼──────────────────────────▶ CANCELLED        returned
+//!    │ seal (one compare-exchange,     │ seal (under the lock)
+//!    │ no lock)                        ▼
+//!    └───────────────────────────────▶ SEALED
 //! ```
 //!
 //! - [`BARE`]: active, and nothing was ever attached to it (no registration, no child, no
-//!   parent), as a plain job's token stays until its job finishes. A seal is then one
-//!   compare-exchange, with no lock; every holder of the lock makes it [`ACTIVE`] first
-//!   (`flag_under_lock`), before it can attach anything.
+//!   parent, no sleeper), as a plain job's token stays until its job finishes. A seal, or a
+//!   cancel that gives no cause, is then one compare-exchange, with no lock; every holder of
+//!   the lock makes it [`ACTIVE`] first (`flag_under_lock`), before it can attach anything or
+//!   sleep on it, so a cancel that finds it bare has nobody to wake.
 //! - [`ACTIVE`]: neither cancelled nor sealed; registrations, wakers and children attach.
 //! - [`CANCELLING`]: cancelled, and the cancelling thread has the token's callbacks still to run;
 //!   a callback registered now joins the end of the line and runs on that thread, in order.
@@ -27,19 +30,24 @@
 //! - [`SEALED`]: never to be cancelled (its job finished, or it is `never()`); a cancel is a
 //!   no-op that says so, and a registration is dropped unrun.
 //!
-//! Two more bits of `flag` stand beside the lifecycle, and every reading of the lifecycle
-//! masks them out: [`DESCENDING`] and [`DESCENT_AWAITED`] (invariant 11).
+//! The word holds more beside the lifecycle (bits 0 to 3), and every reading of the lifecycle
+//! masks it out: [`DESCENDING`] and [`DESCENT_AWAITED`] (bits 4 and 5, invariant 11), and the
+//! reason of a cancelled token (bits 8 to 10, [`REASON_BITS`]), stored in the same store or
+//! compare-exchange as the cancelled bit, so `reason` is one load too. The word is the last
+//! field of the token's allocation, on a cache line that the `Arc`'s counts, the handle count,
+//! the lock word and the tree's links never share (see [`TokenState`]).
 //!
 //! # Invariants
 //!
 //! 1. `flag` leaves [`ACTIVE`] at most once, for [`CANCELLING`], [`CANCELLED`] or [`SEALED`],
-//!    inside the critical section of `shared` that also stores `reason` (for a cancel). So a
-//!    cancel and a seal are decided in one place: whichever takes the lock first wins, and the
-//!    other is a no-op that says so. Whoever sees the cancelled bit and then takes the lock
-//!    finds the reason.
-//!    `BARE` leaves by a compare-exchange, for `SEALED` (a seal, without the lock) or for
-//!    `ACTIVE` (a holder of the lock): the flag word decides between the two, and the loser
-//!    sees the winner's value.
+//!    inside the critical section of `shared` that also stores the cause and the sequence
+//!    (for a cancel). So a cancel and a seal are decided in one place: whichever takes the
+//!    lock first wins, and the other is a no-op that says so. Whoever sees the cancelled bit
+//!    reads the reason in the same word, and whoever then takes the lock finds the cause.
+//!    `BARE` leaves by a compare-exchange, for `SEALED` (a seal, without the lock), for
+//!    `CANCELLED` (a cancel with no cause, without the lock: there is no cause to publish and
+//!    nothing attached) or for `ACTIVE` (a holder of the lock): the flag word decides between
+//!    them, and the losers see the winner's value.
 //! 2. Once the flag left `ACTIVE`, nothing is added to `wakers` or `children`, and callbacks are
 //!    added only while it is `CANCELLING` (the cancel's callbacks are still to run or being
 //!    run; a late one waits its turn, in order). A registration after that runs inline (cancelled) or
@@ -128,25 +136,56 @@ use std::time::Instant;
 
 use crate::contain::{drop_contained, run_contained};
 use crate::reason::{CancelReason, Cause};
-use crate::sync::{self, Arc, AtomicU8, AtomicUsize, Condvar, Mutex, Ordering, Weak, thread};
+use crate::sync::{self, Arc, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, Weak, thread};
 
 /// `flag`: neither cancelled nor sealed yet.
-const ACTIVE: u8 = 0b0000;
+const ACTIVE: u32 = 0b0000;
 /// The bit of `flag` that says "cancelled": set in [`CANCELLING`] and [`CANCELLED`].
-const CANCELLED_BIT: u8 = 0b0001;
-/// `flag`: cancelled, every callback run; `shared.reason` holds the reason.
-const CANCELLED: u8 = CANCELLED_BIT;
+const CANCELLED_BIT: u32 = 0b0001;
+/// `flag`: cancelled, every callback run; its reason in [`REASON_BITS`].
+const CANCELLED: u32 = CANCELLED_BIT;
 /// `flag`: cancelled, and the cancelling thread still runs the callbacks (invariant 4).
-const CANCELLING: u8 = 0b0010 | CANCELLED_BIT;
+const CANCELLING: u32 = 0b0010 | CANCELLED_BIT;
 /// `flag`: sealed; the token will never be cancelled (its job finished, or it is `never()`).
-const SEALED: u8 = 0b0100;
-/// `flag`: active, and nothing was ever attached (invariant 1): sealed without the lock.
-const BARE: u8 = 0b1000;
+const SEALED: u32 = 0b0100;
+/// `flag`: active, and nothing was ever attached (invariant 1): sealed, or cancelled, with one
+/// compare-exchange and no lock.
+const BARE: u32 = 0b1000;
+/// The bits of `flag` that hold the lifecycle: every reading of the lifecycle masks the rest.
+const LIFECYCLE: u32 = 0b1111;
 /// A bit of `flag` beside the lifecycle: set with the cancelled bit by a cancel whose walk goes
 /// on below the token, cleared once it has reached all its descendants (invariant 11).
-const DESCENDING: u8 = 0b1_0000;
+const DESCENDING: u32 = 0b1_0000;
 /// A bit of `flag` beside the lifecycle: a cancel waits for the descent to end (invariant 11).
-const DESCENT_AWAITED: u8 = 0b10_0000;
+const DESCENT_AWAITED: u32 = 0b10_0000;
+/// Where `flag` holds the reason of a cancelled token, stored with the cancelled bit: read
+/// with no lock.
+const REASON_SHIFT: u32 = 8;
+const REASON_BITS: u32 = 0b111 << REASON_SHIFT;
+
+/// `reason` in `flag`'s reason bits.
+fn reason_bits(reason: CancelReason) -> u32 {
+    let code: u32 = match reason {
+        CancelReason::Requested => 1,
+        CancelReason::Dropped => 2,
+        CancelReason::Timeout => 3,
+        CancelReason::Shutdown => 4,
+        CancelReason::Failed => 5,
+    };
+    code << REASON_SHIFT
+}
+
+/// The reason in `flag`'s reason bits: `None` until cancelled.
+fn reason_in(flag: u32) -> Option<CancelReason> {
+    match (flag & REASON_BITS) >> REASON_SHIFT {
+        1 => Some(CancelReason::Requested),
+        2 => Some(CancelReason::Dropped),
+        3 => Some(CancelReason::Timeout),
+        4 => Some(CancelReason::Shutdown),
+        5 => Some(CancelReason::Failed),
+        _ => None,
+    }
+}
 
 /// What runs when a token is cancelled: a closure registered with `on_cancel`, the crate's own
 /// hook of a job (which needs no allocation of its own), or the link of a token with several
@@ -205,47 +244,52 @@ impl Cancel {
 /// Identifies a registered callback or waker within one token.
 pub(crate) type Key = u64;
 
-/// `repr(C)`: the fields a cancel touches (the flag, the lock, the links, the reason) come
-/// first, next to the `Arc`'s counts, so that a cancel walking a wide tree touches as few cache
-/// lines per token as the layout allows.
+/// `repr(C)`, in two parts: what registration, child and waker traffic writes (the `Arc`'s
+/// counts, `handles`, the lock word, `children` and `parent`) in the first 64 bytes of the
+/// allocation, and `flag` last, at byte 116 of 120. No 64-byte line holds both: the allocator
+/// aligns the allocation to 16 bytes, so the line that holds `flag` begins past byte 64. A
+/// closure polling `is_cancelled` then keeps its line while other threads register on the
+/// token and make children of it, and a cancel writes that line once, when it stores `flag`
+/// (it takes the lock on the other line).
 #[repr(C)]
 pub(crate) struct TokenState {
-    /// The lifecycle (see the module docs): the one word `is_cancelled` loads.
-    flag: AtomicU8,
-    /// Signalled when the token is cancelled and whenever a callback finishes running, if
-    /// anyone sleeps on it (invariant 6). (A futex word on Linux: it fills the flag's padding.)
-    changed: Condvar,
-    shared: Mutex<Shared>,
     /// Live [`TokenRef`]s: when the last goes, the token is spliced out of the tree
-    /// (invariant 7). Last: placed first, beside the `Arc`'s counts, it pushed the reason off
-    /// the flag's cache line and a busy poller's cancel-to-observe median rose by about 80 ns.
+    /// (invariant 7). Written by every clone and drop of a handle: beside the `Arc`'s counts.
     handles: AtomicUsize,
+    shared: Mutex<Shared>,
+    /// Signalled when the token is cancelled and whenever a callback finishes running, if
+    /// anyone sleeps on it (invariant 6).
+    changed: Condvar,
+    /// The lifecycle (see the module docs), the descent's bits and the reason: the one word
+    /// `is_cancelled` and `reason` load.
+    flag: AtomicU32,
 }
 
-/// `repr(C)`, in the order a cancel touches the fields (see [`TokenState`]): the reason it
-/// stores before the flag first, right after the lock word.
+/// `repr(C)`: what child traffic writes (`children`, `parent`) first, on the lock word's line;
+/// what a cancel writes (the cause, the sequence, `descent`) and what rarely changes after,
+/// toward `flag`.
 #[repr(C)]
 struct Shared {
-    reason: Option<CancelReason>,
-    /// The sequence number of the cancel that decided `reason` (invariant 9); set with it. In
-    /// the padding between the reason and the cause: it costs the token no byte.
-    sequence: u32,
-    /// The cancel's cause, if it gave one; set together with `reason`.
-    cause: Option<Cause>,
-    /// Threads blocked on `changed` right now (invariant 6).
-    sleepers: u32,
+    /// Live children, each at the index its own `slot` names (invariant 7).
+    children: Vec<Weak<TokenState>>,
+    /// The parent while this token is an active child (invariant 7).
+    parent: Option<Arc<TokenState>>,
     /// This token's index in its parent's `children` (invariant 7).
     slot: Slot,
+    /// Threads blocked on `changed` right now (invariant 6).
+    sleepers: u32,
     /// Callbacks and wakers; allocated on the first registration, so that an idle token (a
     /// child nobody registers on, a plain job's token) stays small.
     regs: Option<Box<Registrations>>,
     /// The first token of the walk that cancelled this one, set when that walk went on below
     /// this one (invariant 11): a cancel that finds this token cancelled waits for that walk.
     descent: Option<Weak<TokenState>>,
-    /// Live children, each at the index its own `slot` names (invariant 7).
-    children: Vec<Weak<TokenState>>,
-    /// The parent while this token is an active child (invariant 7).
-    parent: Option<Arc<TokenState>>,
+    /// The sequence number of the cancel that decided the reason (invariant 9); set with it.
+    /// None (0) for a bare token's cancel, which takes no lock: a bare token has nothing below
+    /// it to compare with, and a child made of it later is cancelled at birth.
+    sequence: u32,
+    /// The cancel's cause, if it gave one; set together with the reason.
+    cause: Option<Cause>,
 }
 
 /// What a cancel gave a token: its reason, its cause, and its place in the sequence of
@@ -332,46 +376,58 @@ impl TokenState {
     }
 
     /// A token with one handle (the [`TokenRef`] about to be made) and no links.
-    fn with_flag(flag: u8) -> Self {
+    fn with_flag(flag: u32) -> Self {
         TokenState {
-            flag: AtomicU8::new(flag),
+            handles: AtomicUsize::new(1),
             shared: Mutex::new(Shared {
-                reason: None,
-                sequence: 0,
-                cause: None,
-                regs: None,
-                parent: None,
                 children: Vec::new(),
-                descent: None,
+                parent: None,
                 slot: Slot::NONE,
                 sleepers: 0,
+                regs: None,
+                descent: None,
+                sequence: 0,
+                cause: None,
             }),
-            handles: AtomicUsize::new(1),
             changed: Condvar::new(),
+            flag: AtomicU32::new(flag),
         }
     }
 
-    /// The flag, read by a holder of `shared`: anything but [`BARE`]. A
-    /// [`BARE`] token becomes `ACTIVE` here, since the caller may be about to attach something
-    /// to it, unless a seal won the flag first.
-    fn flag_under_lock(&self) -> u8 {
-        // ORDERING: Relaxed: every value but BARE's exit changes only under `shared`, which
-        // the caller holds, so the lock orders this load after those stores. BARE's exit is
+    /// The lifecycle, read by a holder of `shared`: anything but [`BARE`]. A [`BARE`] token
+    /// becomes `ACTIVE` here, since the caller may be about to attach something to it (or to
+    /// sleep on it), unless a seal or a lock-free cancel won the flag first.
+    fn flag_under_lock(&self) -> u32 {
+        // ORDERING: Relaxed: every value but BARE's exits changes only under `shared`, which
+        // the caller holds, so the lock orders this load after those stores. BARE's exits are
         // decided by the compare-exchange below, which sees the latest value whatever its
-        // ordering; a lock-free seal publishes nothing the caller then reads (a bare token has
-        // no registration, child or parent for it to take out), so Relaxed is enough there too.
-        match self.flag.load(Ordering::Relaxed) & !(DESCENDING | DESCENT_AWAITED) {
+        // ordering. A lock-free seal publishes nothing the caller then reads (a bare token has
+        // no registration, child or parent for it to take out); a lock-free cancel publishes
+        // only its reason, in the word itself, which the caller reads with an Acquire load
+        // (`reason_now`).
+        match self.flag.load(Ordering::Relaxed) & LIFECYCLE {
             BARE => {
                 match self
                     .flag
                     .compare_exchange(BARE, ACTIVE, Ordering::Relaxed, Ordering::Relaxed)
                 {
                     Ok(_) => ACTIVE,
-                    Err(sealed) => sealed,
+                    Err(now) => now & LIFECYCLE,
                 }
             }
             flag => flag,
         }
+    }
+
+    /// The reason, once cancelled: from the flag word, with no lock.
+    fn reason_now(&self) -> Option<CancelReason> {
+        // ORDERING: Acquire pairs with the Release store (or compare-exchange) that set the
+        // cancelled bit and the reason together.
+        let flag = self.flag.load(Ordering::Acquire);
+        if flag & CANCELLED_BIT == 0 {
+            return None;
+        }
+        reason_in(flag)
     }
 
     /// One atomic load, no lock.
@@ -383,11 +439,9 @@ impl TokenState {
         self.flag.load(Ordering::Acquire) & CANCELLED_BIT != 0
     }
 
+    /// One atomic load, no lock.
     pub(crate) fn reason(&self) -> Option<CancelReason> {
-        if !self.is_cancelled() {
-            return None;
-        }
-        sync::lock(&self.shared).reason
+        self.reason_now()
     }
 
     /// The reason and the cause together, once cancelled.
@@ -402,7 +456,9 @@ impl TokenState {
             return None;
         }
         let shared = sync::lock(&self.shared);
-        shared.reason.map(|reason| Stop {
+        // Under the lock the cancel's cause and sequence are in, if it took the lock; a bare
+        // token's lock-free cancel has none (see `Shared::sequence`).
+        self.reason_now().map(|reason| Stop {
             reason,
             cause: shared.cause.clone(),
             sequence: shared.sequence,
@@ -438,7 +494,7 @@ impl std::fmt::Debug for TokenState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let shared = sync::lock(&self.shared);
         f.debug_struct("TokenState")
-            .field("reason", &shared.reason)
+            .field("reason", &self.reason_now())
             .field("sealed", &(self.flag_under_lock() == SEALED))
             .field(
                 "registrations",

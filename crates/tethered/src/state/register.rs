@@ -3,7 +3,7 @@
 
 use std::task::Waker;
 
-use super::{ACTIVE, CANCELLING, Callback, Key, Registered, SEALED, TokenState};
+use super::{ACTIVE, CANCELLED_BIT, CANCELLING, Callback, Key, Registered, SEALED, TokenState};
 use crate::contain::{drop_contained, run_contained};
 use crate::reason::CancelReason;
 use crate::stats;
@@ -21,7 +21,9 @@ impl TokenState {
             shared.regs().callbacks.push(key, callback);
             return Registered::Pending(key);
         }
-        let stop = shared.reason.map(|reason| (reason, shared.cause.clone()));
+        let stop = self
+            .reason_now()
+            .map(|reason| (reason, shared.cause.clone()));
         drop(shared);
         match stop {
             Some((reason, cause)) => {
@@ -67,9 +69,12 @@ impl TokenState {
         let mut fresh: Option<Waker> = None;
         loop {
             let mut shared = sync::lock(&self.shared);
-            let done = if let Some(reason) = shared.reason {
-                Some(Err(reason))
-            } else if self.flag_under_lock() == SEALED {
+            // The lifecycle first: a bare token becomes active here, so that a cancel takes the
+            // lock and wakes the waker stored below (a lock-free cancel would not).
+            let flag = self.flag_under_lock();
+            let done = if flag & CANCELLED_BIT != 0 {
+                self.reason_now().map(Err)
+            } else if flag == SEALED {
                 Some(Ok(()))
             } else {
                 let stored = key.and_then(|key| shared.regs.as_mut()?.wakers.get_mut(key));

@@ -80,10 +80,12 @@ impl TokenState {
         let child = TokenRef::new(TokenState::with_flag(ACTIVE));
         let cancelled = {
             let mut up = sync::lock(&parent.shared);
-            match up.reason {
-                Some(reason) => Some((reason, up.cause.clone())),
-                None if parent.flag_under_lock() == SEALED => None,
-                None => {
+            match parent.flag_under_lock() {
+                flag if flag & CANCELLED_BIT != 0 => {
+                    parent.reason_now().map(|reason| (reason, up.cause.clone()))
+                }
+                SEALED => None,
+                _ => {
                     let index = up.children.len();
                     up.children.push(child.downgrade());
                     // Parent before child (lock order); nobody else can see the child yet.

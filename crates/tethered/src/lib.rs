@@ -148,6 +148,7 @@
 mod armed;
 mod callback;
 mod cancel_on_drop;
+mod cancels;
 mod completer;
 mod contain;
 mod deferred;
@@ -160,6 +161,9 @@ mod job_id;
 #[cfg(tethered_loom)]
 #[doc(hidden)]
 pub mod loom;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 mod native;
 mod options;
 mod panic;
@@ -174,6 +178,7 @@ mod spawner;
 mod spin;
 mod state;
 mod stats;
+mod stubborn;
 mod sync;
 pub mod testing;
 mod thread_name;
@@ -187,6 +192,7 @@ mod wait;
 pub use armed::Armed;
 pub use callback::CallbackGuard;
 pub use cancel_on_drop::{CancelOnDrop, CancelOnDropExt};
+pub use cancels::{ByReason, CancelStats, CancelToReturn, cancel_stats};
 pub use completer::Completer;
 pub use error::NativeError;
 pub use group::{GroupFailure, JobGroup, JoinNext, JoinNextWithId, Joined};
@@ -204,6 +210,7 @@ pub use shutdown::{Shutdown, ShutdownFuture};
 pub use spawn_error::SpawnError;
 pub use spawner::{Runnable, Spawner};
 pub use stats::{NativeStats, ScopeStats, stats};
+pub use stubborn::{StubbornJob, set_stubborn_after, stubborn_after, stubborn_jobs};
 pub use thread_spawner::ThreadSpawner;
 pub use token::{CancelGuard, CancelSource, CancelToken};
 pub use until::RunUntilCancelled;

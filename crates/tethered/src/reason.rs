@@ -53,6 +53,37 @@ pub enum CancelReason {
     Failed,
 }
 
+impl CancelReason {
+    /// Every reason, in declaration order.
+    ///
+    /// ```
+    /// assert_eq!(tethered::CancelReason::ALL.len(), 5);
+    /// ```
+    pub const ALL: [CancelReason; 5] = [
+        CancelReason::Requested,
+        CancelReason::Dropped,
+        CancelReason::Timeout,
+        CancelReason::Shutdown,
+        CancelReason::Failed,
+    ];
+
+    /// The reason's name in lower case, as a metric's label or a Python or JavaScript key
+    /// carries it: `"requested"`, `"dropped"`, `"timeout"`, `"shutdown"`, `"failed"`.
+    ///
+    /// ```
+    /// assert_eq!(tethered::CancelReason::Timeout.as_str(), "timeout");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::Requested => "requested",
+            CancelReason::Dropped => "dropped",
+            CancelReason::Timeout => "timeout",
+            CancelReason::Shutdown => "shutdown",
+            CancelReason::Failed => "failed",
+        }
+    }
+}
+
 impl fmt::Display for CancelReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

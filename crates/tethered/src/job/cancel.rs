@@ -71,6 +71,8 @@ where
         if accepted {
             self.finish_if_queued();
         }
+        // One that runs is watched until it returns.
+        self.cancel_reached();
         if let Some(grace) = self.settings.grace {
             if grace.is_zero() {
                 // Nothing to wait for: the handle stops waiting within this cancel, so a
@@ -117,6 +119,7 @@ where
             }
             (state.waker.take(), state.sleepers)
         };
+        crate::cancels::count(crate::cancels::Kind::Abandoned, self.stop().0);
         self.span.abandoned(grace);
         if sleepers > 0 {
             self.changed.notify_all();

@@ -41,6 +41,18 @@ where
         self.skip(f);
     }
 
+    fn cancel_reached(&self) {
+        {
+            let mut state = sync::lock(&self.state);
+            if !matches!(state.stage, Stage::Running) || state.watched {
+                return;
+            }
+            state.watched = true;
+        }
+        let (reason, cause) = self.stop();
+        crate::stubborn::cancel_reached(self.id, self.settings.name.clone(), reason, cause);
+    }
+
     fn keep_guard(&self, guard: CallbackGuard) {
         let mut state = sync::lock(&self.state);
         if state.stage.is_finished() {

@@ -137,6 +137,9 @@ struct State<T, F> {
     /// An external job counts as idle rather than running (`Completer::set_idle`): a
     /// counter's membership too, held only while `Running`.
     parked: bool,
+    /// A cancel reached the job while it ran: it is in the stubborn watch (`stubborn.rs`)
+    /// until it finishes. Membership too, set once, only while `Running`.
+    watched: bool,
     /// Registrations on the job's token that serve the job only (its abandon timer, its
     /// tracing, a scope's queue): dropped when the job finishes, so a source shared by many
     /// jobs does not collect one per finished job.
@@ -220,6 +223,9 @@ pub(crate) trait JobControl: Send + Sync {
         self.source().cancel(reason);
         self.finish_if_queued();
     }
+    /// After a cancel of its token: a job whose work is running enters the stubborn watch,
+    /// which counts the cancel and times the return (`stubborn.rs`); once per job.
+    fn cancel_reached(&self);
     /// Keeps `guard` until the job finishes (drops it at once if it has).
     fn keep_guard(&self, guard: CallbackGuard);
     /// Whether a scope tracks the job.
@@ -280,6 +286,7 @@ where
                 waiter: Waiter::Waiting,
                 detached: false,
                 parked: false,
+                watched: false,
                 guards: Vec::new(),
                 timer: None,
                 #[cfg(feature = "tracing")]

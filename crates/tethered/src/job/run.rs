@@ -43,7 +43,7 @@ where
         self.span.skipped(reason);
         drop_contained(f);
         self.count(Event::Dequeued);
-        self.finish(Err(NativeError::cancelled(reason, cause)));
+        self.finish(Err(NativeError::cancelled(reason, cause)), false);
     }
 
     /// The token's reason and cause, once it was cancelled.
@@ -61,7 +61,12 @@ where
     /// `false`), so "finished" and "cancelled" are decided in one place, the token's flag. A
     /// value whose seal lost to a cancel is what the closure returned after that cancel: the
     /// handle gives it as `Cancelled { returned: Some(value) }`, whoever cancelled.
-    pub(super) fn finish(&self, result: Result<T, NativeError<T>>) {
+    ///
+    /// `ran`: the job's work ran and this is its return (not a skip or a drop unrun). Work that
+    /// returns after a cancel is recorded for `cancel_stats()`: by the watch, if the cancel's
+    /// side entered the job in it while it ran; else here, since the work returned between
+    /// the cancel's flag and that step (microseconds), which counts as no time at all.
+    pub(super) fn finish(&self, result: Result<T, NativeError<T>>, ran: bool) {
         let sealed = self.source.state.seal();
         let result = match result {
             Ok(value) if !sealed => {
@@ -94,9 +99,22 @@ where
             }
             state = sync::lock(&self.state);
         }
-        let (waker, sleepers, late_guards, unwanted) = {
+        let (waker, sleepers, late_guards, unwanted, stubborn) = {
             // Moved in, so the lock is released at the end of this block.
             let mut state = state;
+            // Recorded before the result is published, so whoever sees the job finished sees
+            // it in `cancel_stats()`; under the lock that `cancel_reached` takes, so the job
+            // is recorded once: by the watch, or here.
+            let stubborn = if std::mem::take(&mut state.watched) {
+                // The work returned after a cancel reached it: timed, and unlisted if stubborn.
+                crate::stubborn::returned(self.id)
+            } else {
+                if ran && !sealed {
+                    let reason = self.source.state.reason().unwrap_or(CancelReason::Requested);
+                    crate::stubborn::returned_unwatched(self.settings.name.as_ref(), reason);
+                }
+                None
+            };
             let unwanted = if state.waiter == Waiter::Released {
                 state.stage = Stage::Consumed;
                 Some(result)
@@ -117,8 +135,13 @@ where
                 state.sleepers,
                 std::mem::take(&mut state.guards),
                 unwanted,
+                stubborn,
             )
         };
+        // A stubborn job's return is reported (a `tracing` event) with no lock held.
+        if let Some(stubborn) = stubborn {
+            stubborn.report();
+        }
         // Nobody will take it: its drop (a panic payload's, a value's) is user code.
         drop_contained(unwanted);
         if sleepers > 0 {
@@ -186,7 +209,7 @@ where
                 Err(NativeError::Panicked(panic))
             }
         };
-        self.finish(result);
+        self.finish(result, true);
     }
 
     fn drop_unrun(&self) {
@@ -204,7 +227,7 @@ where
         drop_contained(f);
         self.count(Event::Dequeued);
         let (reason, cause) = self.stop();
-        self.finish(Err(NativeError::cancelled(reason, cause)));
+        self.finish(Err(NativeError::cancelled(reason, cause)), false);
     }
 
     fn name(&self) -> Option<&str> {
@@ -264,14 +287,15 @@ impl<T: Send + 'static> Job<T, External<T>> {
             Some(value) => {
                 #[cfg(feature = "tracing")]
                 self.trace_return();
-                self.finish(Ok(value));
+                self.finish(Ok(value), true);
             }
             None => {
                 // The token's reason if it was cancelled; else the work was lost, which its
-                // token hears as a shutdown.
+                // token hears as a shutdown. Work stopped by an earlier cancel returned.
+                let cancelled_before = self.source.is_cancelled();
                 self.source.cancel(CancelReason::Shutdown);
                 let (reason, cause) = self.stop();
-                self.finish(Err(NativeError::cancelled(reason, cause)));
+                self.finish(Err(NativeError::cancelled(reason, cause)), cancelled_before);
             }
         }
     }
@@ -293,7 +317,7 @@ impl<T: Send + 'static> Job<T, External<T>> {
         self.count(Event::Panicked);
         self.span.panicked(panic.message());
         self.apply_panic_policy(&panic);
-        self.finish(Err(NativeError::Panicked(panic)));
+        self.finish(Err(NativeError::Panicked(panic)), true);
     }
 
     pub(crate) fn token(&self) -> CancelToken {

@@ -368,6 +368,7 @@ where
     if outcome.cancelled_it() {
         if let Some(job) = job {
             job.finish_if_queued();
+            job.cancel_reached();
         }
     }
     outcome == Cancel::Won

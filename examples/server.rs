@@ -8,7 +8,10 @@
 //! - Each handler spawns its job in the scope as a child of its request's token.
 //!
 //! `GET /work/{ms}` works `ms` milliseconds, checking its token; `GET /stuck` ignores its token
-//! for a minute (a native call with no check), so the shutdown report names it.
+//! for a minute (a native call with no check), so the shutdown report names it. `GET /metrics`
+//! serves the core's figures in Prometheus's text format (the `metrics` feature): cancels by
+//! reason, the cancel-to-return time by job name, and the stubborn jobs, such as a `/stuck`
+//! whose client went away a second ago.
 //!
 //! Run with: cargo run --example server [deadline-seconds]   (then Ctrl-C)
 
@@ -19,7 +22,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::routing::get;
-use tethered::{JobOptions, NativeScope};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tethered::{CancelToReturn, JobOptions, NativeScope};
 use tethered_server::Server;
 use tethered_tower::{RequestToken, RequestTokenLayer};
 use tokio::net::TcpListener;
@@ -69,10 +73,32 @@ async fn stuck(State(jobs): State<Jobs>, request: RequestToken) -> String {
     }
 }
 
+/// `GET /metrics`: the figures of this process, as Prometheus scrapes them.
+async fn metrics(State(exporter): State<PrometheusHandle>) -> String {
+    // The gauges (`stats()`, the stubborn jobs now) are read at the scrape.
+    tethered::metrics::record_now();
+    exporter.run_upkeep();
+    exporter.render()
+}
+
+/// Installs the Prometheus recorder: the cancel-to-return histogram in the core's own buckets.
+fn prometheus() -> Result<PrometheusHandle, Box<dyn std::error::Error>> {
+    let buckets = CancelToReturn::BOUNDS.map(|bound| bound.as_secs_f64());
+    let exporter = PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Full("tethered_cancel_to_return_seconds".into()),
+            &buckets,
+        )?
+        .install_recorder()?;
+    tethered::metrics::describe();
+    Ok(exporter)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let deadline = std::env::args()
         .nth(1)
         .map_or(Ok(5.0), |seconds| seconds.parse::<f64>())?;
+    let exporter = prometheus()?;
     let server = Server::new()?.with_max_running(MAX_RUNNING);
     let token = server.token().clone();
     let listener = server.handle().block_on(TcpListener::bind("127.0.0.1:0"))?;
@@ -81,7 +107,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route("/work/{ms}", get(work))
         .route("/stuck", get(stuck))
         .with_state(Jobs(server.scope()))
-        .layer(RequestTokenLayer::new(&token));
+        .layer(RequestTokenLayer::new(&token))
+        .route("/metrics", get(metrics).with_state(exporter));
     let outcome = server.run(Duration::from_secs_f64(deadline), async move {
         let drained = token.clone();
         axum::serve(listener, app)

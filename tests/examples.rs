@@ -539,3 +539,131 @@ fn server_sigterm_under_load_exits_within_the_deadline_and_names_the_stuck_job()
         .count();
     assert_eq!(answered, 19, "{answers:#?}");
 }
+
+/// Starts the server example; returns it, the address it listens on and the rest of its
+/// output.
+#[cfg(unix)]
+fn start_server() -> (
+    std::process::Child,
+    String,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::BufRead;
+    let mut server = Command::new(example("server"))
+        .arg("2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the example server starts");
+    let mut stdout = std::io::BufReader::new(server.stdout.take().expect("piped"));
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .expect("it says where it listens");
+    let address = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (server, address, stdout)
+}
+
+/// The value of the sample `name` (with its labels, as rendered) in a Prometheus scrape.
+fn sample(scrape: &str, name: &str) -> Option<f64> {
+    scrape.lines().find_map(|line| {
+        let value = line.strip_prefix(name)?.strip_prefix(' ')?;
+        value.trim().parse().ok()
+    })
+}
+
+/// Finding code that ignores its token, as an operator would: two clients go away, one from a
+/// request whose job checks its token and one from `/stuck`, whose job never does. A scrape of
+/// `/metrics` a second and a half later counts both cancels by reason, times the job that
+/// returned by name, and shows the other as stubborn.
+#[cfg(unix)]
+#[test]
+fn server_metrics_name_the_job_that_ignores_its_cancel() {
+    use std::io::Write;
+    let (mut server, address, mut output) = start_server();
+    let go_away = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(&address).expect("connects");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .expect("sends");
+        stream
+    };
+    let stuck = go_away("/stuck");
+    let honest = go_away("/work/30000");
+    // Both jobs run (the scope has 4 slots), then both clients disconnect.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let scrape = get(&address, "/metrics").expect("scrapes");
+        if sample(&scrape, "tethered_jobs_running") == Some(2.0) {
+            break;
+        }
+        assert!(Instant::now() < until, "the two jobs never ran: {scrape}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stuck);
+    drop(honest);
+    let until = Instant::now() + Duration::from_secs(20);
+    let scrape = loop {
+        let scrape = get(&address, "/metrics").expect("scrapes");
+        if sample(&scrape, "tethered_jobs_stubborn") == Some(1.0) {
+            break scrape;
+        }
+        assert!(Instant::now() < until, "never stubborn: {scrape}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    println!("{scrape}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+    let mut report = String::new();
+    let _ = output.read_to_string(&mut report);
+    assert!(report.contains("\"stuck-job\""), "{report}");
+
+    let body = scrape.split("\r\n\r\n").nth(1).expect("a body");
+    assert_eq!(
+        sample(
+            body,
+            "tethered_cancels_reached_running_total{reason=\"dropped\"}"
+        ),
+        Some(2.0),
+        "{body}"
+    );
+    assert_eq!(
+        sample(
+            body,
+            "tethered_jobs_returned_after_cancel_total{reason=\"dropped\"}"
+        ),
+        Some(1.0),
+        "{body}"
+    );
+    assert_eq!(
+        sample(body, "tethered_jobs_stubborn_total"),
+        Some(1.0),
+        "{body}"
+    );
+    assert_eq!(sample(body, "tethered_jobs_running"), Some(1.0), "{body}");
+    assert_eq!(
+        sample(
+            body,
+            "tethered_cancel_to_return_seconds_count{job=\"work 30000 ms\"}"
+        ),
+        Some(1.0),
+        "{body}"
+    );
+    let within_a_second = sample(
+        body,
+        "tethered_cancel_to_return_seconds_bucket{job=\"work 30000 ms\",le=\"1\"}",
+    );
+    assert_eq!(within_a_second, Some(1.0), "{body}");
+    assert!(
+        body.contains("# HELP tethered_cancel_to_return_seconds"),
+        "described: {body}"
+    );
+}

@@ -110,7 +110,11 @@ where
                 crate::stubborn::returned(self.id)
             } else {
                 if ran && !sealed {
-                    let reason = self.source.state.reason().unwrap_or(CancelReason::Requested);
+                    let reason = self
+                        .source
+                        .state
+                        .reason()
+                        .unwrap_or(CancelReason::Requested);
                     crate::stubborn::returned_unwatched(self.settings.name.as_ref(), reason);
                 }
                 None

@@ -56,3 +56,41 @@ export type NativeCallError = NativeAbortError | NativeError | NativeFailure | I
 export interface InvalidOptionsError extends TypeError {
   code: 'ERR_INVALID_ARG_TYPE'
 }
+
+/** A count per cancel reason. */
+export type ByReason = Record<CancelReason, number>
+
+/** The time from a cancel reaching running native work to its return, for one job name. */
+export interface CancelToReturn {
+  count: number
+  sumMs: number
+  maxMs: number
+  /** Upper estimates (a bucket's bound); `null` with nothing recorded. */
+  p50Ms: number | null
+  p99Ms: number | null
+  /** Each counts the returns slower than the bound before it, up to its own `leMs`. */
+  buckets: Array<{ leMs: number; count: number }>
+}
+
+/** What cancels did to the addon's running native work (`cancelStats()`). */
+export interface CancelStats {
+  /** Cancels that reached a job whose work was running. */
+  reachedRunning: ByReason
+  /** Jobs whose work returned after such a cancel. */
+  returnedAfterCancel: ByReason
+  /** Jobs whose promise stopped waiting after their grace. */
+  abandoned: ByReason
+  /** Jobs ever listed by `stubbornJobs()`. */
+  stubborn: number
+  /** By job name (`''` for unnamed jobs). */
+  cancelToReturn: Record<string, CancelToReturn>
+}
+
+/** A job cancelled and still running past the threshold (`stubbornJobs()`). */
+export interface StubbornJob {
+  id: number
+  name: string | null
+  reason: CancelReason
+  cause: string | null
+  sinceCancelMs: number
+}

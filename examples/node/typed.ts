@@ -2,10 +2,15 @@
 // napi-rs generates for the addon (`addon/index.d.ts`, with tethered-napi's own prepended).
 // `.ci/run` runs the check; nothing here is executed.
 import {
+  cancelStats,
   fail,
+  setStubbornAfter,
   spin,
   spinJoined,
   stats,
+  stubbornJobs,
+  type CancelStats,
+  type StubbornJob,
   type CallOptions,
   type CancelReason,
   type NapiStatus,
@@ -78,3 +83,14 @@ export const running: number = stats().running;
 
 // @ts-expect-error: the options come last, as an object, never a bare signal.
 void spin(10, AbortSignal.timeout(10));
+
+// Finding code that ignores its token: the figures in JavaScript's shape.
+setStubbornAfter(500);
+const figures: CancelStats = cancelStats();
+export const dropped: number = figures.reachedRunning.Dropped;
+export const slowest: number | undefined = figures.cancelToReturn['render']?.maxMs;
+export const stubborn: string[] = stubbornJobs().map(
+  (job: StubbornJob) => `${job.name ?? '(unnamed)'}: ${job.reason}, ${job.sinceCancelMs} ms`,
+);
+// @ts-expect-error: reasons are the `CancelReason` names.
+void figures.reachedRunning.dropped;

@@ -135,6 +135,7 @@ mod environment;
 mod errors;
 mod helpers;
 mod job;
+mod observe;
 mod output;
 mod panics;
 mod pool;
@@ -143,6 +144,7 @@ mod signal;
 mod spawn;
 mod sync;
 
+pub use observe::{cancel_stats, set_stubborn_after, stubborn_jobs};
 pub use output::{IntoJsResult, marker};
 pub use spawn::{CallOptions, spawn_native, spawn_native_with};
 /// The core crate, for what the names below leave out (a `CancelSource`, a `Spawner`).

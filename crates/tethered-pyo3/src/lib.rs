@@ -157,6 +157,7 @@ mod link;
 #[cfg(tethered_loom)]
 #[doc(hidden)]
 pub mod loom;
+mod observe;
 mod outcome;
 mod spawn;
 mod sync;
@@ -164,6 +165,7 @@ mod tie;
 
 pub use blocking::{SIGNAL_CHECK, run_native, run_native_with};
 pub use into_py_result::IntoPyResult;
+pub use observe::{cancel_stats, set_stubborn_after, stubborn_jobs};
 pub use spawn::{spawn_native, spawn_native_with};
 pub use tethered::{CancelReason, CancelToken, JobOptions};
 

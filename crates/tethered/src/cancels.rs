@@ -315,6 +315,8 @@ pub(crate) fn record_return(name: Option<&Arc<str>>, took: Duration) {
     histogram.record(took);
     #[cfg(feature = "metrics")]
     crate::metrics::returned(&key, took);
+    #[cfg(not(feature = "metrics"))]
+    let _ = key;
 }
 
 /// What cancels did to running work in this process so far (see [`CancelStats`]).

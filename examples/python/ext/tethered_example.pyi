@@ -28,6 +28,49 @@ class Stats(TypedDict):
     cancelled: int
     panicked: int
 
+class ByReason(TypedDict):
+    """A count per cancel reason."""
+
+    requested: int
+    dropped: int
+    timeout: int
+    shutdown: int
+    failed: int
+
+class CancelToReturn(TypedDict):
+    """The time from a cancel reaching running work to its return, for one job name."""
+
+    count: int
+    sum: float
+    max: float
+    p50: float | None
+    p99: float | None
+    buckets: list[tuple[float, int]]
+
+class CancelStats(TypedDict):
+    """What cancels did to the module's running native work (`cancel_stats()`)."""
+
+    reached_running: ByReason
+    returned_after_cancel: ByReason
+    abandoned: ByReason
+    stubborn: int
+    cancel_to_return: dict[str, CancelToReturn]
+
+class StubbornJob(TypedDict):
+    """A job cancelled and still running past the threshold (`stubborn_jobs()`)."""
+
+    id: int
+    name: str | None
+    reason: Literal["requested", "dropped", "timeout", "shutdown", "failed"]
+    cause: str | None
+    since_cancel: float
+
+def cancel_stats() -> CancelStats: ...
+def stubborn_jobs() -> list[StubbornJob]: ...
+def set_stubborn_after(seconds: float) -> None: ...
+def named(name: str, seconds: float, honour: bool) -> Coroutine[Any, Any, None]:
+    """`seconds` of work in a job named `name`; stops at a cancel only if `honour`."""
+
 def run_script(source: str, max_steps: int | None = None) -> Coroutine[Any, Any, Report]:
     """Runs `source` in the sandbox interpreter on a native thread; `ValueError` at the call
     for a script that does not parse."""

@@ -12,7 +12,7 @@ use std::num::NonZeroUsize;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{AbortSignal, AsyncTask, PromiseRaw, ToNapiValue, TypeName};
+use napi::bindgen_prelude::{AbortSignal, AsyncTask, Object, PromiseRaw, ToNapiValue, TypeName};
 use napi::{Env, Error, Status, Task, ValueType, sys};
 use napi_derive::napi;
 use tethered_napi::tethered::Cause;
@@ -107,6 +107,46 @@ pub fn stubborn<'env>(
     tethered_napi::spawn_native_with(env, options, job, move |_token| {
         work::stubborn(ms(sleep_ms))
     })
+}
+
+/// `named(name, ms, honour, { signal })`: `ms` milliseconds of work in a job named `name`, on a
+/// thread of its own; it stops at an abort only if `honour`, and otherwise runs on as native
+/// code without a check would.
+#[napi(ts_return_type = "Promise<void>")]
+pub fn named<'env>(
+    env: &'env Env,
+    name: String,
+    max_ms: u32,
+    honour: bool,
+    options: Option<CallOptions<'env>>,
+) -> napi::Result<PromiseRaw<'env, ()>> {
+    let job = JobOptions::new()
+        .name(name)
+        .on(ThreadSpawner::new().name("named"));
+    tethered_napi::spawn_native_with(env, options, job, move |token| {
+        let until = std::time::Instant::now() + ms(max_ms);
+        while std::time::Instant::now() < until && !(honour && token.is_cancelled()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })
+}
+
+/// `cancelStats()`: what cancels did to the addon's running native work.
+#[napi(ts_return_type = "CancelStats")]
+pub fn cancel_stats(env: &Env) -> napi::Result<Object<'_>> {
+    tethered_napi::cancel_stats(env)
+}
+
+/// `stubbornJobs()`: the addon's jobs still running long after their cancel.
+#[napi(ts_return_type = "StubbornJob[]")]
+pub fn stubborn_jobs(env: &Env) -> napi::Result<Vec<Object<'_>>> {
+    tethered_napi::stubborn_jobs(env)
+}
+
+/// `setStubbornAfter(ms)`: how long after its cancel a running job counts as stubborn.
+#[napi]
+pub fn set_stubborn_after(env: &Env, ms: f64) -> napi::Result<()> {
+    tethered_napi::set_stubborn_after(env, ms)
 }
 
 /// `add(a, b, { signal })`: `a + b`, computed on a native thread.

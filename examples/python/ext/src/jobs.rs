@@ -143,6 +143,23 @@ pub(crate) fn ignore_token(
     })
 }
 
+/// `await named(name, seconds, honour)`: `seconds` of work in a job named `name`; it stops at
+/// a cancel if `honour`, and otherwise runs on as native code without a check would.
+#[pyfunction]
+pub(crate) fn named(
+    py: Python<'_>,
+    name: String,
+    seconds: f64,
+    honour: bool,
+) -> PyResult<Bound<'_, PyAny>> {
+    let until = std::time::Instant::now() + Duration::from_secs_f64(seconds);
+    tethered_pyo3::spawn_native_with(py, JobOptions::new().name(name), move |token| {
+        while std::time::Instant::now() < until && !(honour && token.is_cancelled()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })
+}
+
 /// `await thread_name()`: the name of the thread the job ran on (named with the builder).
 #[pyfunction]
 pub(crate) fn thread_name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {

@@ -21,6 +21,10 @@ use pyo3::prelude::*;
 fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sandbox::run_script, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::stats, m)?)?;
+    m.add_function(wrap_pyfunction!(tethered_pyo3::cancel_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(tethered_pyo3::stubborn_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(tethered_pyo3::set_stubborn_after, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::named, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::add, m)?)?;
     m.add_function(wrap_pyfunction!(peers::add_tokio, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::echo, m)?)?;

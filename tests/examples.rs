@@ -611,7 +611,7 @@ fn server_metrics_name_the_job_that_ignores_its_cancel() {
     let until = Instant::now() + Duration::from_secs(20);
     let scrape = loop {
         let scrape = get(&address, "/metrics").expect("scrapes");
-        if sample(&scrape, "tethered_jobs_stubborn") == Some(1.0) {
+        if sample(&scrape, "tethered_jobs_stubborn{job=\"stuck-job\"}") == Some(1.0) {
             break scrape;
         }
         assert!(Instant::now() < until, "never stubborn: {scrape}");

@@ -21,7 +21,7 @@
 //! | `tethered_jobs_queued` | gauge | jobs waiting to start |
 //! | `tethered_jobs_idle` | gauge | work idle between turns (a pool's workers) |
 //! | `tethered_jobs_detached` | gauge | jobs running on with nobody waiting for them |
-//! | `tethered_jobs_stubborn` | gauge | jobs stubborn right now |
+//! | `tethered_jobs_stubborn` | gauge | jobs stubborn right now, by `job` name (`""`: unnamed; names past the first [`CancelToReturn::NAMES`](crate::CancelToReturn::NAMES) as `"(other)"`); a name that has none left reads 0 |
 //! | `tethered_jobs_spawned_total`, `tethered_jobs_cancelled_total`, `tethered_jobs_panicked_total` | counter | as [`NativeStats`](crate::NativeStats) counts them |
 //!
 //! `reason` is [`CancelReason::as_str`](crate::CancelReason::as_str): `requested`, `dropped`,
@@ -34,7 +34,11 @@
 //! tethered::metrics::record_now();
 //! ```
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::time::Duration;
+
+use crate::CancelToReturn;
 
 use crate::cancels::Kind;
 use crate::contain::run_contained;
@@ -110,10 +114,34 @@ pub fn record_now() {
     gauge(QUEUED, stats.queued);
     gauge(IDLE, stats.idle);
     gauge(DETACHED, stats.detached);
-    gauge(STUBBORN, crate::stubborn_jobs().len());
+    stubborn_by_name();
     metrics::counter!(SPAWNED).absolute(stats.spawned);
     metrics::counter!(CANCELLED).absolute(stats.cancelled);
     metrics::counter!(PANICKED).absolute(stats.panicked);
+}
+
+/// Sets `tethered_jobs_stubborn{job=...}` for every name ever reported: how many jobs of that
+/// name are stubborn now, 0 for a name with none left.
+fn stubborn_by_name() {
+    static REPORTED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut now: BTreeMap<String, usize> = BTreeMap::new();
+    let mut reported = REPORTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for job in crate::stubborn_jobs() {
+        let name = job.name.unwrap_or_default();
+        let name = if reported.contains(&name) || reported.len() < CancelToReturn::NAMES {
+            name
+        } else {
+            "(other)".to_owned()
+        };
+        reported.insert(name.clone());
+        *now.entry(name).or_default() += 1;
+    }
+    for name in reported.iter() {
+        let count = now.get(name).copied().unwrap_or(0);
+        run_contained(|| metrics::gauge!(STUBBORN, "job" => name.clone()).set(count as f64));
+    }
 }
 
 // The recorder is user code, reached from a job's finish: a panic in it is contained there.

@@ -156,6 +156,7 @@ fn a_job_that_ignores_its_token_is_listed_counted_and_timed_and_one_that_honours
     #[cfg(feature = "tracing")]
     {
         let lines = lines.lock().unwrap().join("\n");
+        println!("{lines}");
         assert!(
             lines.contains("still running") && lines.contains("legacy-scan"),
             "{lines}"

@@ -13,6 +13,11 @@ adapter and this tree's, in rotation (tokio's `spawn_blocking`, then smol's `unb
 prints the median and quartiles of other/raw, this/raw and this/other. The worktree is removed
 afterwards; nothing in the repository changes.
 
+With --cancelled, each round trip's job spins until its token reads cancelled, and the caller
+cancels it (`Tethered::cancel`) once it runs, then awaits it (the raw primitive: a flag the
+closure polls): the path on which a cancel reaches running work, which the core records for
+`cancel_stats()` and the stubborn jobs.
+
 With --concurrent, each round instead times a batch of 2,000 tokio jobs spawned at once from a
 task on a multi-thread runtime and then awaited, as `concurrent_paired` does: the load in which
 a job's cross-thread traffic (its locks, counts and reference counts) shows most. Its rounds
@@ -92,6 +97,8 @@ this_tokio = {{ package = "tethered-tokio", path = "{crate(ROOT / "crates/tether
 this_smol = {{ package = "tethered-smol", path = "{crate(ROOT / "crates/tethered-smol")}" }}
 other_tokio = {{ package = "tethered-tokio", path = "{crate(tree / "crates/tethered-tokio")}" }}
 other_smol = {{ package = "tethered-smol", path = "{crate(tree / "crates/tethered-smol")}" }}
+this_core = {{ package = "tethered", path = "{crate(ROOT / "crates/tethered")}" }}
+other_core = {{ package = "tethered", path = "{crate(tree / "crates/tethered")}" }}
 tokio = {{ version = "1.47", features = ["rt", "rt-multi-thread"] }}
 blocking = "1.6.2"
 futures-lite = "2.6"
@@ -108,6 +115,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="runs (3)")
     parser.add_argument("--concurrent", action="store_true",
                         help="batches of 2,000 concurrent tokio jobs instead of round trips")
+    parser.add_argument("--cancelled", action="store_true",
+                        help="round trips of a job cancelled while it runs")
     args = parser.parse_args()
     if args.rounds is None:
         args.rounds = 300 if args.concurrent else 5000
@@ -139,8 +148,9 @@ def main():
         run("cargo", "build", "--release", "--quiet", "--manifest-path",
             str(harness / "Cargo.toml"), env=env)
         binary = OUT / "target" / "release" / "against"
-        mode = ["concurrent"] if args.concurrent else []
-        unit = "batches of 2,000 concurrent jobs" if args.concurrent else "rounds of 16"
+        mode = ["concurrent"] if args.concurrent else ["cancelled"] if args.cancelled else []
+        unit = ("batches of 2,000 concurrent jobs" if args.concurrent
+                else "rounds of 16 cancelled jobs" if args.cancelled else "rounds of 16")
         print(f"this tree against {commit} ({args.revision}), {args.rounds} {unit} per run")
         for _ in range(args.runs):
             run(str(binary), str(args.rounds), *mode)

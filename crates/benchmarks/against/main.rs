@@ -8,10 +8,15 @@
 //! jobs spawned at once from a task on a multi-thread runtime and then awaited in spawn order,
 //! as `concurrent_paired` does.
 //!
-//! Run with: python3 crates/benchmarks/against.py <revision> [--concurrent]
+//! With `cancelled`, each round trip's job runs until it is cancelled: the caller cancels it
+//! once it runs and awaits it.
+//!
+//! Run with: python3 crates/benchmarks/against.py <revision> [--concurrent | --cancelled]
 
 use std::hint::black_box;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Round trips per timed batch, as in `round_trip_paired`.
@@ -99,6 +104,83 @@ fn smol_this() -> Pin<Box<dyn Future<Output = u64>>> {
         this_smol::spawn_native(|_token| black_box(1u64))
             .await
             .expect("the job ran")
+    })
+}
+
+/// The time spent in `cancel()` calls, other revision's and this tree's, in nanoseconds.
+static CANCEL_CALLS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// A flag the caller sets once the job runs, and waits for.
+fn started() -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+    let flag = Arc::new(AtomicBool::new(false));
+    (flag.clone(), flag)
+}
+
+fn wait_started(flag: &AtomicBool) {
+    while !flag.load(Ordering::Acquire) {
+        std::hint::spin_loop();
+    }
+}
+
+fn cancelled_raw() -> Pin<Box<dyn Future<Output = u64>>> {
+    Box::pin(async {
+        let (running, seen) = started();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            running.store(true, Ordering::Release);
+            let mut spins = 0u64;
+            while !stopped.load(Ordering::Acquire) {
+                spins += 1;
+                std::hint::spin_loop();
+            }
+            spins
+        });
+        wait_started(&seen);
+        stop.store(true, Ordering::Release);
+        job.await.expect("the job ran")
+    })
+}
+
+fn cancelled_other() -> Pin<Box<dyn Future<Output = u64>>> {
+    use other_core::Tethered;
+    Box::pin(async {
+        let (running, seen) = started();
+        let job = other_tokio::spawn_native(move |token| {
+            running.store(true, Ordering::Release);
+            let mut spins = 0u64;
+            while !token.is_cancelled() {
+                spins += 1;
+                std::hint::spin_loop();
+            }
+            spins
+        });
+        wait_started(&seen);
+        let start = Instant::now();
+        job.cancel(other_core::CancelReason::Requested);
+        CANCEL_CALLS[0].fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        black_box(job.await.is_err()) as u64
+    })
+}
+
+fn cancelled_this() -> Pin<Box<dyn Future<Output = u64>>> {
+    use this_core::Tethered;
+    Box::pin(async {
+        let (running, seen) = started();
+        let job = this_tokio::spawn_native(move |token| {
+            running.store(true, Ordering::Release);
+            let mut spins = 0u64;
+            while !token.is_cancelled() {
+                spins += 1;
+                std::hint::spin_loop();
+            }
+            spins
+        });
+        wait_started(&seen);
+        let start = Instant::now();
+        job.cancel(this_core::CancelReason::Requested);
+        CANCEL_CALLS[1].fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        black_box(job.await.is_err()) as u64
     })
 }
 
@@ -201,6 +283,25 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a tokio runtime");
+    if std::env::args().nth(2).as_deref() == Some("cancelled") {
+        show(
+            "tokio",
+            runtime.block_on(rounds(
+                [cancelled_raw, cancelled_other, cancelled_this],
+                count,
+            )),
+        );
+        // Every round trip of each variant (the warm-up's too) made one call.
+        let calls = ((WARM_UP + count) * BATCH as usize) as f64;
+        let [other, this] = CANCEL_CALLS.each_ref().map(|sum| sum.load(Ordering::Relaxed) as f64);
+        println!(
+            "cancel() of a running job: other {:.0} ns, this {:.0} ns per call (this/other {:.3})",
+            other / calls,
+            this / calls,
+            this / other
+        );
+        return;
+    }
     show(
         "tokio",
         runtime.block_on(rounds([tokio_raw, tokio_other, tokio_this], count)),

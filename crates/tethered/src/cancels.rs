@@ -297,20 +297,28 @@ pub(crate) fn record_return(name: Option<&Arc<str>>, took: Duration) {
             .by_name
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let key: Arc<str> = match name {
+        let wanted = match name {
+            None => "",
             Some(name)
                 if by_name.contains_key(&**name) || by_name.len() < CancelToReturn::NAMES =>
             {
-                name.clone()
+                name
             }
-            Some(_) => Arc::from("(other)"),
-            None => Arc::from(""),
+            Some(_) => "(other)",
         };
-        let histogram = by_name
-            .entry(key.clone())
-            .or_insert_with(|| Arc::new(Histogram::new()))
-            .clone();
-        (key, histogram)
+        // A name seen before costs a lookup, no allocation.
+        match by_name.get_key_value(wanted) {
+            Some((key, histogram)) => (key.clone(), histogram.clone()),
+            None => {
+                let key: Arc<str> = match name {
+                    Some(name) if **name == *wanted => name.clone(),
+                    _ => Arc::from(wanted),
+                };
+                let histogram = Arc::new(Histogram::new());
+                by_name.insert(key.clone(), histogram.clone());
+                (key, histogram)
+            }
+        }
     };
     histogram.record(took);
     #[cfg(feature = "metrics")]

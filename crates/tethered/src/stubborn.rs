@@ -2,14 +2,18 @@
 //! [`stubborn_after()`] past their cancel, and what `cancels.rs` counts and times.
 //!
 //! A job enters the watch when a cancel reaches it while its work runs (its closure started, or
-//! its external work is under way) and leaves it when the work returns. Its entry schedules
-//! one deadline on the crate's timer; if the job still runs then, it is listed as stubborn
-//! (with the `tracing` feature, a warning names it), and its return is reported again, with
-//! how long it took. A job that is never cancelled while running never enters: the watch costs
-//! nothing on a job's round trip.
+//! its external work is under way) and leaves it when the work returns. If it still runs at
+//! its deadline ([`stubborn_after()`] past the cancel), it is listed as stubborn (with the
+//! `tracing` feature, a warning names it), and its return is reported again, with how long it
+//! took. A job that is never cancelled while running never enters: the watch costs nothing on
+//! a job's round trip.
 //!
 //! The watch is process-wide ([`PerProcess`]: a forked child starts its own), a map under a
-//! lock, taken when a cancel reaches running work and when that work returns. Under
+//! lock, taken when a cancel reaches running work and when that work returns; nothing else.
+//! One sweep on the crate's timer serves every watched job: it is scheduled for the earliest
+//! deadline when none is pending, lists the jobs due, and schedules itself for the next. A
+//! cancel whose job returns within its deadline (nearly all) never touches the timer, whose
+//! every schedule wakes the timer's thread (a few microseconds). Under
 //! `--cfg tethered_loom` nothing is watched: a model cannot hold the timer's thread, and the
 //! watch decides nothing about a job.
 
@@ -73,20 +77,31 @@ struct Watched {
     reason: CancelReason,
     cause: Option<Cause>,
     cancelled_at: Instant,
+    /// When it is listed if it still runs; `None`: never (`Duration::MAX`).
+    due: Option<Instant>,
     /// Listed as stubborn (and reported so).
     stubborn: bool,
-    /// The deadline at which it is listed, if it still runs.
-    timer: Option<TimerEntry>,
 }
 
-static WATCH: PerProcess<Mutex<HashMap<JobId, Watched>>> =
-    PerProcess::new(|| Mutex::new(HashMap::new()));
+/// The watched jobs, and the one sweep that lists them when they are due.
+struct Watch {
+    jobs: HashMap<JobId, Watched>,
+    /// The pending sweep and its deadline: at or before every unlisted job's `due`.
+    sweep: Option<(Instant, TimerEntry)>,
+}
+
+static WATCH: PerProcess<Mutex<Watch>> = PerProcess::new(|| {
+    Mutex::new(Watch {
+        jobs: HashMap::new(),
+        sweep: None,
+    })
+});
 
 /// [`stubborn_after()`] in nanoseconds; `u64::MAX` for never.
 static AFTER_NANOS: AtomicU64 = AtomicU64::new(DEFAULT_AFTER_NANOS);
 const DEFAULT_AFTER_NANOS: u64 = 1_000_000_000;
 
-fn watch() -> std::sync::MutexGuard<'static, HashMap<JobId, Watched>> {
+fn watch() -> std::sync::MutexGuard<'static, Watch> {
     WATCH
         .get()
         .lock()
@@ -137,6 +152,7 @@ pub fn set_stubborn_after(after: Duration) {
 pub fn stubborn_jobs() -> Vec<StubbornJob> {
     let now = Instant::now();
     let mut listed: Vec<StubbornJob> = watch()
+        .jobs
         .iter()
         .filter(|(_, watched)| watched.stubborn)
         .map(|(id, watched)| StubbornJob {
@@ -163,84 +179,105 @@ pub(crate) fn cancel_reached(
     }
     cancels::count(Kind::ReachedRunning, reason);
     let cancelled_at = Instant::now();
-    watch().insert(
-        id,
-        Watched {
-            name,
-            reason,
-            cause,
-            cancelled_at,
-            stubborn: false,
-            timer: None,
-        },
-    );
-    let after = stubborn_after();
-    let Some(deadline) = cancelled_at.checked_add(after) else {
-        return;
+    let due = cancelled_at.checked_add(stubborn_after());
+    let needs_sweep = {
+        let mut watch = watch();
+        watch.jobs.insert(
+            id,
+            Watched {
+                name,
+                reason,
+                cause,
+                cancelled_at,
+                due,
+                stubborn: false,
+            },
+        );
+        // A sweep pending at or before this deadline serves it too.
+        due.filter(|&due| watch.sweep.as_ref().is_none_or(|(at, _)| due < *at))
     };
-    // Scheduled once the job is in the watch, so a deadline that is due at once finds it. No
-    // timer thread (the OS refused one): the job is still counted and timed, never listed.
-    let Ok(entry) = timer::schedule(deadline, Box::new(move || listed(id, after))) else {
+    if let Some(due) = needs_sweep {
+        sweep_at(due);
+    }
+}
+
+/// Schedules the sweep for `at`, unless one is pending at or before it by then; with no lock
+/// held (the timer's lock is taken here, and a replaced entry is dropped here).
+fn sweep_at(at: Instant) {
+    // No timer thread (the OS refused one): jobs are still counted and timed, never listed.
+    let Ok(entry) = timer::schedule(at, Box::new(sweep)) else {
         return;
     };
     let unused = {
         let mut watch = watch();
-        match watch.get_mut(&id) {
-            Some(watched) if !watched.stubborn => {
-                watched.timer = Some(entry);
-                None
-            }
-            // Returned (or listed) meanwhile.
-            _ => Some(entry),
+        match &watch.sweep {
+            Some((pending, _)) if *pending <= at => Some(entry),
+            _ => watch
+                .sweep
+                .replace((at, entry))
+                .map(|(_, replaced)| replaced),
         }
     };
-    // Takes the timer's lock: not under the watch's.
+    // Removed from the timer (its lock): not under the watch's.
     drop(unused);
 }
 
-/// The job's deadline passed: if it still runs, it is stubborn.
-fn listed(id: JobId, after: Duration) {
-    let report = {
+/// The sweep's deadline came: every job due and still running is stubborn; the next sweep is
+/// scheduled for the earliest deadline left.
+fn sweep() {
+    let now = Instant::now();
+    let (spent, due, next) = {
         let mut watch = watch();
-        let Some(watched) = watch.get_mut(&id) else {
-            return;
-        };
-        if watched.stubborn {
-            return;
-        }
-        watched.stubborn = true;
         // The timer ran it: the entry is spent.
-        let spent = watched.timer.take();
-        (
-            spent,
-            watched.name.clone(),
-            watched.reason,
-            watched.cause.clone(),
-            watched.cancelled_at.elapsed(),
-        )
+        let spent = watch.sweep.take();
+        let mut due = Vec::new();
+        let mut next: Option<Instant> = None;
+        for (id, watched) in &mut watch.jobs {
+            match watched.due {
+                _ if watched.stubborn => {}
+                Some(at) if at <= now => {
+                    watched.stubborn = true;
+                    due.push((
+                        *id,
+                        watched.name.clone(),
+                        watched.reason,
+                        watched.cause.clone(),
+                        now.saturating_duration_since(watched.cancelled_at),
+                        at.saturating_duration_since(watched.cancelled_at),
+                    ));
+                }
+                Some(at) => next = Some(next.map_or(at, |next| next.min(at))),
+                None => {}
+            }
+        }
+        (spent, due, next)
     };
-    let (spent, name, reason, cause, since) = report;
     drop(spent);
-    cancels::count_stubborn();
-    report_stubborn(id, name.as_deref(), reason, cause.as_ref(), since, after);
+    for (id, name, reason, cause, since, after) in due {
+        cancels::count_stubborn();
+        report_stubborn(id, name.as_deref(), reason, cause.as_ref(), since, after);
+    }
+    if let Some(next) = next {
+        sweep_at(next);
+    }
 }
 
 /// Job `id`'s work returned after a cancel reached it: counted with the time since, and
-/// unlisted. What is left (a stubborn job's report, its timer entry) is for the caller to drop
-/// once its locks are released.
-#[must_use = "reports a stubborn job's return and releases its timer entry"]
+/// unlisted. What is left (a stubborn job's report) is for the caller to make once its locks
+/// are released.
+#[must_use = "reports a stubborn job's return"]
 pub(crate) fn returned(id: JobId) -> Option<Returned> {
     if cfg!(tethered_loom) {
         return None;
     }
-    let watched = watch().remove(&id)?;
+    let watched = watch().jobs.remove(&id)?;
     let took = watched.cancelled_at.elapsed();
     cancels::count(Kind::ReturnedAfterCancel, watched.reason);
     cancels::record_return(watched.name.as_ref(), took);
     Some(Returned { id, watched, took })
 }
 
-/// A watched job that returned, from [`returned`].
+/// A watched job that returned, from [`returned`]: what is left to report.
 pub(crate) struct Returned {
     id: JobId,
     watched: Watched,
@@ -248,8 +285,7 @@ pub(crate) struct Returned {
 }
 
 impl Returned {
-    /// Reports the return of a job that was listed as stubborn; drops its timer entry (the
-    /// timer's lock) if it had not fired.
+    /// Reports the return of a job that was listed as stubborn (a `tracing` event).
     pub(crate) fn report(self) {
         let Returned { id, watched, took } = self;
         if watched.stubborn {

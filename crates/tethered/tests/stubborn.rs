@@ -268,3 +268,51 @@ fn a_scope_cancel_and_a_shutdown_reach_the_watch() {
     );
     assert_eq!(after.cancel_to_return("in-scope").unwrap().count, 2);
 }
+
+/// One sweep serves every watched job: a job cancelled under a shorter threshold than the
+/// pending sweep's is still listed on time, the later one only at its own deadline, and a
+/// zero threshold lists a job at once.
+#[test]
+fn each_job_is_listed_at_its_own_deadline() {
+    let _serial = serial();
+    let ignoring = |name: &'static str| {
+        let (release, hold) = mpsc::channel::<()>();
+        let job = started(JobOptions::new().name(name), move |_token| {
+            let _ = hold.recv();
+        });
+        (job, release)
+    };
+    let listed = |job: &tethered::AbortableNative<()>| {
+        tethered::stubborn_jobs()
+            .iter()
+            .any(|stubborn| stubborn.id == job.id())
+    };
+
+    tethered::set_stubborn_after(Duration::from_secs(30));
+    let (late, release_late) = ignoring("late");
+    late.cancel(CancelReason::Requested);
+    tethered::set_stubborn_after(Duration::from_millis(100));
+    let (soon, release_soon) = ignoring("soon");
+    soon.cancel(CancelReason::Requested);
+    eventually("the job with the shorter threshold listed", || {
+        listed(&soon).then_some(())
+    });
+    assert!(!listed(&late), "listed 30 s early");
+
+    tethered::set_stubborn_after(Duration::ZERO);
+    let (now, release_now) = ignoring("now");
+    now.cancel(CancelReason::Requested);
+    eventually("the job with a zero threshold listed", || {
+        listed(&now).then_some(())
+    });
+    assert!(!listed(&late), "listed 30 s early");
+
+    for release in [release_late, release_soon, release_now] {
+        drop(release);
+    }
+    for job in [late, soon, now] {
+        assert!(job.join_blocking().unwrap_err().is_cancelled());
+    }
+    assert!(tethered::stubborn_jobs().is_empty());
+    tethered::set_stubborn_after(Duration::from_secs(1));
+}

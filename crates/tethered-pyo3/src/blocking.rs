@@ -5,14 +5,18 @@
 //! with the GIL released and attaches to run Python's signal handlers (`PyErr_CheckSignals`)
 //! every [`SIGNAL_CHECK`]. When a handler raises (`KeyboardInterrupt` for Ctrl-C), the job's
 //! token is cancelled and the call waits for the job's handle: the closure's return, or the
-//! end of the options' grace. A deadline of the options cancels the job by itself. A native
+//! end of the options' grace. A deadline of the options cancels the job by itself. Under Ray,
+//! each check also reads Ray's cancelled flag of the task running on the calling thread
+//! (`ray.rs`), which is all Ray tells a synchronous or threaded actor's method. A native
 //! core crate sees only a `CancelToken`.
 //!
 //! # States of a call
 //!
 //! ```text
 //!  Waiting ──handle resolved──▶ return its value (TimeoutError for a deadline)
-//!     │ a signal handler raised: token cancelled (Dropped, the exception's name the cause)
+//!     │ a signal handler raised: token cancelled (Dropped, the exception's name the cause;
+//!     │ Shutdown for SystemExit); or Ray's flag read cancelled (Dropped, "ray.cancel"),
+//!     │ which raises Ray's TaskCancelledError, or what Ray's own interrupt raised
 //!     ▼
 //!  Interrupted ──handle resolved (closure returned, or grace passed)──▶ raise that exception
 //!     │ a second signal handler raised
@@ -27,7 +31,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyRuntimeError, PyTimeoutError};
+use pyo3::exceptions::{PyRuntimeError, PySystemExit, PyTimeoutError};
 use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use tethered::{
@@ -35,6 +39,7 @@ use tethered::{
 };
 
 use crate::outcome::timeout_message;
+use crate::ray::{self, RayCancelled};
 
 /// How often a waiting [`run_native`] call runs Python's signal handlers: Ctrl-C is seen
 /// within this. Each look takes the GIL for a moment (a few microseconds when nothing is
@@ -56,8 +61,14 @@ pub const SIGNAL_CHECK: Duration = Duration::from_millis(20);
 /// [`CancelReason::Dropped`] (the caller gave up) and the cause `"interrupted:
 /// KeyboardInterrupt"`, and the call waits for `f` to return, then raises that exception (the
 /// value is dropped). A second Ctrl-C while it waits raises at once, leaving `f` to return by
-/// itself. Signals reach only the main thread: called from another thread, only a deadline of
-/// [`run_native_with`]'s options stops it.
+/// itself. A handler that raises `SystemExit` (a SIGTERM handler's `sys.exit`) cancels with
+/// [`CancelReason::Shutdown`] instead. Signals reach only the main thread: called from another
+/// thread, only a deadline of [`run_native_with`]'s options stops it, or Ray.
+///
+/// In a Ray worker, the call also reads Ray's cancelled flag of the task running on its
+/// thread at each check: `ray.cancel` of a task, or of a synchronous or threaded actor's
+/// method (which Ray tells nothing else), cancels `f`'s token with `Dropped` and the cause
+/// `"ray.cancel"`, and the call raises Ray's `TaskCancelledError` once `f` returned.
 ///
 /// A native core crate that knows nothing of Python sees only the `CancelToken`.
 ///
@@ -153,11 +164,20 @@ impl Wake for Unpark {
     }
 }
 
+/// What stopped a waiting call.
+enum Stop {
+    /// A signal handler raised this: raised again once the job's handle resolved.
+    Signal(PyErr),
+    /// Ray cancelled the task whose thread this is (its flag, read at a signal check).
+    Ray,
+}
+
 /// Waits for `job` as the module docs say; the closure's value, or the error to raise.
 fn wait<T: Send + 'static>(py: Python<'_>, mut job: AbortableNative<T>) -> PyResult<T> {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    // The exception of the signal handler that interrupted the call.
-    let mut interrupted: Option<PyErr> = None;
+    // Under Ray, the cancelled flag of the task on this thread (see `ray.rs`).
+    let ray = RayCancelled::find(py);
+    let mut stopped: Option<Stop> = None;
     loop {
         // Without the GIL: the closure (and every other Python thread) runs meanwhile.
         let ready = py.detach(|| {
@@ -177,34 +197,69 @@ fn wait<T: Send + 'static>(py: Python<'_>, mut job: AbortableNative<T>) -> PyRes
             }
         });
         if let Some(result) = ready {
-            return match interrupted {
+            return match stopped {
                 None => value(result),
-                Some(err) => {
+                Some(stop) => {
                     // The closure has returned (or its grace passed): its value is dropped.
                     tethered::__private::drop_contained(result);
-                    Err(err)
+                    Err(match stop {
+                        Stop::Signal(err) => err,
+                        Stop::Ray => ray.as_ref().map_or_else(
+                            || PyRuntimeError::new_err("the native call was cancelled"),
+                            |ray| ray.error(py),
+                        ),
+                    })
                 }
             };
         }
-        let Err(err) = py.check_signals() else {
-            continue;
-        };
-        if interrupted.is_some() {
+        match (py.check_signals(), &stopped) {
+            (Ok(()), Some(_)) => {}
+            (Ok(()), None) => {
+                if ray.as_ref().is_some_and(RayCancelled::cancelled) {
+                    job.cancel_with_cause(CancelReason::Dropped, Cause::msg(ray::CAUSE));
+                    stopped = Some(Stop::Ray);
+                }
+            }
             // A second signal (Ctrl-C again): raise now, and leave the closure to return by
             // itself, counted as detached.
-            job.detach();
-            return Err(err);
+            (Err(err), Some(Stop::Signal(_))) => {
+                job.detach();
+                return Err(err);
+            }
+            // Ray interrupts a plain task's main thread too (`KeyboardInterrupt`) for the
+            // cancel the flag already told: the same stop, which raises what Ray raised.
+            (Err(err), Some(Stop::Ray)) => stopped = Some(Stop::Signal(err)),
+            (Err(err), None) => {
+                let (reason, cause) = interrupted(py, &err, ray.as_ref());
+                job.cancel_with_cause(reason, cause);
+                stopped = Some(Stop::Signal(err));
+            }
         }
-        let name = err.get_type(py).name().map_or_else(
-            |_| "a signal handler's exception".to_owned(),
-            |n| n.to_string(),
-        );
-        job.cancel_with_cause(
-            CancelReason::Dropped,
-            Cause::msg(format!("interrupted: {name}")),
-        );
-        interrupted = Some(err);
     }
+}
+
+/// The reason and cause of a call that a signal handler's exception interrupted: a
+/// `SystemExit` (a SIGTERM handler's `sys.exit`, as Ray's workers have) is the process
+/// shutting down; anything else is the caller giving up, and under Ray, a cancel of its task
+/// (Ray interrupts a plain task's main thread with `KeyboardInterrupt`) says so.
+fn interrupted(
+    py: Python<'_>,
+    err: &PyErr,
+    ray: Option<&RayCancelled<'_>>,
+) -> (CancelReason, Cause) {
+    if ray.is_some_and(RayCancelled::cancelled) {
+        return (CancelReason::Dropped, Cause::msg(ray::CAUSE));
+    }
+    let name = err.get_type(py).name().map_or_else(
+        |_| "a signal handler's exception".to_owned(),
+        |n| n.to_string(),
+    );
+    let reason = if err.is_instance_of::<PySystemExit>(py) {
+        CancelReason::Shutdown
+    } else {
+        CancelReason::Dropped
+    };
+    (reason, Cause::msg(format!("interrupted: {name}")))
 }
 
 /// The closure's value, or what its job's end raises.

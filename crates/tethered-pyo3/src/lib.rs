@@ -81,6 +81,8 @@
 //! | trio's (or anyio-on-trio's) deadline passing (`move_on_after`, `fail_after`) | `Timeout` |
 //! | trio's (or anyio-on-trio's) `cancel_scope.cancel()`, a nursery whose sibling failed | `Dropped` |
 //! | Ctrl-C during [`run_native`] | `Dropped` (`"interrupted: KeyboardInterrupt"`) |
+//! | a signal handler raising `SystemExit` during [`run_native`] (a SIGTERM handler's `sys.exit`, as in a Ray worker) | `Shutdown` (`"interrupted: SystemExit"`) |
+//! | `ray.cancel` of a Ray task or a synchronous or threaded actor's method running [`run_native`]; of an async actor's method awaiting [`spawn_native`] | `Dropped` (`"ray.cancel"`; the async actor's, asyncio's cancel: no cause) |
 //! | the options' `timeout` or `deadline` passing | `Timeout`; the call raises `TimeoutError` |
 //! | the loop closed (or freed) with the job running; the interpreter exiting | [`Shutdown`](CancelReason::Shutdown) |
 //! | a parent token (`child_of`), a [`NativeScope`](tethered::NativeScope) | theirs, with their cause |
@@ -159,6 +161,7 @@ mod link;
 pub mod loom;
 mod observe;
 mod outcome;
+mod ray;
 mod spawn;
 mod sync;
 mod tie;

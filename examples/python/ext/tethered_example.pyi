@@ -71,6 +71,17 @@ def set_stubborn_after(seconds: float) -> None: ...
 def named(name: str, seconds: float, honour: bool) -> Coroutine[Any, Any, None]:
     """`seconds` of work in a job named `name`; stops at a cancel only if `honour`."""
 
+def spin_recorded(name: str, seconds: float, record: str) -> int:
+    """A synchronous native loop named `name` (its thread too) that runs until cancelled (Ctrl-C,
+    `ray.cancel`) or `seconds` passed; writes `"running"` to the file `record` as it starts, and
+    what stopped it (`"Dropped|ray.cancel"`, `"returned"`) as it returns."""
+
+def spin_recorded_async(name: str, seconds: float, record: str) -> Coroutine[Any, Any, int]:
+    """`spin_recorded` as a coroutine: cancelling the awaiting task cancels it."""
+
+def naive_sleep(seconds: float) -> None:
+    """A plain pyo3 call without tethered: releases the GIL and sleeps; nothing stops it."""
+
 def run_script(source: str, max_steps: int | None = None) -> Coroutine[Any, Any, Report]:
     """Runs `source` in the sandbox interpreter on a native thread; `ValueError` at the call
     for a script that does not parse."""

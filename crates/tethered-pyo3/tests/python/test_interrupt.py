@@ -188,3 +188,50 @@ def test_a_timeout_cancels_the_synchronous_call_and_raises_timeout_error():
         ext.spin_sync(probe, timeout=0.1)
     assert probe.returned and probe.reason == "Timeout"
     assert time.monotonic() - started < 5.0
+
+
+# A process whose SIGTERM handler exits (as a Ray worker's, or a server's, does), running a
+# synchronous call in its main thread.
+SIGTERM_CHILD = textwrap.dedent(
+    """
+    import json, signal, sys, threading
+    import tethered_example as ext
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
+    probe = ext.Probe()
+
+    def announce():
+        if probe.wait_started(10):
+            print("started", flush=True)
+
+    threading.Thread(target=announce, daemon=True).start()
+    try:
+        ext.spin_sync(probe)
+    except SystemExit:
+        print("exited", json.dumps([probe.returned, probe.reason, probe.cause]), flush=True)
+        raise
+    """
+)
+
+
+def test_a_sigterm_handler_that_exits_stops_the_call_as_a_shutdown():
+    process = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_CHILD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline().strip() == "started"
+        process.send_signal(signal.SIGTERM)
+        line = process.stdout.readline()
+        assert line.startswith("exited "), (line, process.stderr.read())
+        # The process is going away: the reason says so, not that a caller gave up.
+        assert json.loads(line[len("exited ") :]) == [True, "Shutdown", "interrupted: SystemExit"]
+        assert process.wait(10) == 3
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()

@@ -160,6 +160,76 @@ pub(crate) fn named(
     })
 }
 
+/// A loop of `name` that writes `"running"` to `record` as it starts, runs until its token is
+/// cancelled or `seconds` passed, then writes what stopped it there (`"Dropped|ray.cancel"`,
+/// `"returned"`) before it returns.
+fn recorded(
+    name: &str,
+    seconds: f64,
+    record: String,
+) -> (
+    JobOptions,
+    impl FnOnce(tethered_pyo3::CancelToken) -> u64 + Send + 'static,
+) {
+    let until = std::time::Instant::now() + Duration::from_secs_f64(seconds);
+    let work = move |token: tethered_pyo3::CancelToken| {
+        let _ = std::fs::write(&record, "running");
+        let mut steps = 0u64;
+        while std::time::Instant::now() < until && !token.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(1));
+            steps += 1;
+        }
+        let stop = match token.reason() {
+            Some(reason) => format!(
+                "{reason:?}|{}",
+                token
+                    .cause()
+                    .map(|cause| cause.to_string())
+                    .unwrap_or_default()
+            ),
+            None => "returned".to_owned(),
+        };
+        let _ = std::fs::write(&record, stop);
+        steps
+    };
+    (JobOptions::new().name(name), work)
+}
+
+/// `spin_recorded(name, seconds, record)`: a synchronous call (`run_native`) whose job, named
+/// `name` (its thread too), runs until it is cancelled or `seconds` passed; it writes
+/// `"running"` to the file `record` as it starts and what stopped it as it returns. The steps
+/// it took.
+#[pyfunction]
+pub(crate) fn spin_recorded(
+    py: Python<'_>,
+    name: String,
+    seconds: f64,
+    record: String,
+) -> PyResult<u64> {
+    let (options, work) = recorded(&name, seconds, record);
+    tethered_pyo3::run_native_with(py, options, work)
+}
+
+/// `await spin_recorded_async(name, seconds, record)`: `spin_recorded` as a coroutine
+/// (`spawn_native`).
+#[pyfunction]
+pub(crate) fn spin_recorded_async(
+    py: Python<'_>,
+    name: String,
+    seconds: f64,
+    record: String,
+) -> PyResult<Bound<'_, PyAny>> {
+    let (options, work) = recorded(&name, seconds, record);
+    tethered_pyo3::spawn_native_with(py, options, work)
+}
+
+/// `naive_sleep(seconds)`: a plain pyo3 call, without tethered, that releases the GIL and
+/// sleeps `seconds` on the calling thread: native work nothing can stop.
+#[pyfunction]
+pub(crate) fn naive_sleep(py: Python<'_>, seconds: f64) {
+    py.detach(|| std::thread::sleep(Duration::from_secs_f64(seconds)));
+}
+
 /// `await thread_name()`: the name of the thread the job ran on (named with the builder).
 #[pyfunction]
 pub(crate) fn thread_name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {

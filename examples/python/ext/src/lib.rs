@@ -25,6 +25,9 @@ fn tethered_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tethered_pyo3::stubborn_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(tethered_pyo3::set_stubborn_after, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::named, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_recorded, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::spin_recorded_async, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::naive_sleep, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::add, m)?)?;
     m.add_function(wrap_pyfunction!(peers::add_tokio, m)?)?;
     m.add_function(wrap_pyfunction!(jobs::echo, m)?)?;

@@ -279,7 +279,14 @@ fn index(reason: CancelReason) -> usize {
 pub(crate) fn count(kind: Kind, reason: CancelReason) {
     RECORDER.get().counts[kind as usize][index(reason)].fetch_add(1, Ordering::Relaxed);
     #[cfg(feature = "metrics")]
-    crate::metrics::counted(kind, reason);
+    crate::metrics::counted(
+        match kind {
+            Kind::ReachedRunning => crate::metrics::REACHED_RUNNING,
+            Kind::ReturnedAfterCancel => crate::metrics::RETURNED_AFTER_CANCEL,
+            Kind::Abandoned => crate::metrics::ABANDONED,
+        },
+        reason,
+    );
 }
 
 /// Counts a job listed among the stubborn ones.

@@ -40,13 +40,12 @@ use std::time::Duration;
 
 use crate::CancelToReturn;
 
-use crate::cancels::Kind;
 use crate::contain::run_contained;
 use crate::reason::CancelReason;
 
-const REACHED_RUNNING: &str = "tethered_cancels_reached_running_total";
-const RETURNED_AFTER_CANCEL: &str = "tethered_jobs_returned_after_cancel_total";
-const ABANDONED: &str = "tethered_jobs_abandoned_total";
+pub(crate) const REACHED_RUNNING: &str = "tethered_cancels_reached_running_total";
+pub(crate) const RETURNED_AFTER_CANCEL: &str = "tethered_jobs_returned_after_cancel_total";
+pub(crate) const ABANDONED: &str = "tethered_jobs_abandoned_total";
 const STUBBORN_TOTAL: &str = "tethered_jobs_stubborn_total";
 const CANCEL_TO_RETURN: &str = "tethered_cancel_to_return_seconds";
 const RUNNING: &str = "tethered_jobs_running";
@@ -146,13 +145,8 @@ fn stubborn_by_name() {
 
 // The recorder is user code, reached from a job's finish: a panic in it is contained there.
 
-/// One event of `kind` with `reason`.
-pub(crate) fn counted(kind: Kind, reason: CancelReason) {
-    let name = match kind {
-        Kind::ReachedRunning => REACHED_RUNNING,
-        Kind::ReturnedAfterCancel => RETURNED_AFTER_CANCEL,
-        Kind::Abandoned => ABANDONED,
-    };
+/// One event of the counter `name` (one of the `*_total` names above) with `reason`.
+pub(crate) fn counted(name: &'static str, reason: CancelReason) {
     run_contained(|| metrics::counter!(name, "reason" => reason.as_str()).increment(1));
 }
 

@@ -448,23 +448,7 @@ fn get_then(address: &str, path: &str, sent: impl FnOnce()) -> std::io::Result<S
 #[cfg(unix)]
 #[test]
 fn server_sigterm_under_load_exits_within_the_deadline_and_names_the_stuck_job() {
-    use std::io::BufRead;
-    let mut server = Command::new(example("server"))
-        .arg("5")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the example server starts");
-    let mut stdout = std::io::BufReader::new(server.stdout.take().expect("piped"));
-    let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .expect("it says where it listens");
-    let address = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
+    let (mut server, address, mut stdout) = start_server("5");
 
     // One stuck request, nineteen that take 300 ms each, four at a time.
     let mut clients = Vec::new();
@@ -540,17 +524,19 @@ fn server_sigterm_under_load_exits_within_the_deadline_and_names_the_stuck_job()
     assert_eq!(answered, 19, "{answers:#?}");
 }
 
-/// Starts the server example; returns it, the address it listens on and the rest of its
-/// output.
+/// Starts the server example with a shutdown deadline of `deadline` seconds; returns it, the
+/// address it listens on and the rest of its output.
 #[cfg(unix)]
-fn start_server() -> (
+fn start_server(
+    deadline: &str,
+) -> (
     std::process::Child,
     String,
     std::io::BufReader<std::process::ChildStdout>,
 ) {
     use std::io::BufRead;
     let mut server = Command::new(example("server"))
-        .arg("2")
+        .arg(deadline)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -584,7 +570,7 @@ fn sample(scrape: &str, name: &str) -> Option<f64> {
 #[test]
 fn server_metrics_name_the_job_that_ignores_its_cancel() {
     use std::io::Write;
-    let (mut server, address, mut output) = start_server();
+    let (mut server, address, mut output) = start_server("2");
     let go_away = |path: &str| {
         let mut stream = std::net::TcpStream::connect(&address).expect("connects");
         write!(

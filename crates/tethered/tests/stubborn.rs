@@ -21,8 +21,8 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 }
 
 /// A job named `name` that signals once it runs, then runs `body`.
-fn started(
-    options: JobOptions,
+fn started<P: tethered::Placement>(
+    options: JobOptions<P>,
     body: impl FnOnce(tethered::CancelToken) + Send + 'static,
 ) -> tethered::AbortableNative<()> {
     let (tx, rx) = mpsc::channel();
@@ -233,28 +233,15 @@ fn a_scope_cancel_and_a_shutdown_reach_the_watch() {
     let _serial = serial();
     let scope = tethered::NativeScope::new();
     let before = tethered::cancel_stats();
-    let (tx, rx) = mpsc::channel();
-    let cancelled = tethered::spawn(
-        JobOptions::new().name("in-scope").in_scope(&scope),
-        move |token| {
-            tx.send(()).unwrap();
-            token.wait();
-        },
-    )
-    .unwrap();
-    rx.recv().unwrap();
+    let in_scope = || JobOptions::new().name("in-scope").in_scope(&scope);
+    let cancelled = started(in_scope(), |token| {
+        token.wait();
+    });
     scope.cancel_all(CancelReason::Requested);
     assert!(cancelled.join_blocking().unwrap_err().is_cancelled());
-    let (tx, rx) = mpsc::channel();
-    let shut = tethered::spawn(
-        JobOptions::new().name("in-scope").in_scope(&scope),
-        move |token| {
-            tx.send(()).unwrap();
-            token.wait();
-        },
-    )
-    .unwrap();
-    rx.recv().unwrap();
+    let shut = started(in_scope(), |token| {
+        token.wait();
+    });
     let _ = scope.shutdown_blocking(Duration::from_secs(10));
     assert!(shut.join_blocking().unwrap_err().is_cancelled());
     let after = tethered::cancel_stats();

@@ -6,7 +6,8 @@ three nodes on this machine, for each way Ray reaches a running call:
 - a threaded actor's method (Ray sets only a flag, `is_canceled()`, which `run_native` reads at
   each check on the method's thread);
 - an async actor's method (Ray cancels its asyncio task, which a `spawn_native` coroutine sees);
-- `ray.kill` of an actor (the process ends at once, native threads with it).
+- `ray.kill` of an actor (the process ends at once, native threads with it);
+- SIGTERM to an actor's worker (Ray's handler raises `SystemExit`, a `Shutdown`).
 
 Each checks that the native loop stopped within a bound after the cancel (no thread of its name
 left on any node), that the reason its token read is `Dropped` with the cause `ray.cancel`, and
@@ -14,6 +15,7 @@ that the worker serves the next call. The naive halves show the same without tet
 pyo3 call that releases the GIL runs on to its end."""
 
 import os
+import signal
 import time
 
 import pytest
@@ -72,6 +74,19 @@ class Threaded:
         import tethered_example as ext
 
         ext.naive_sleep(seconds)
+
+    def pid(self):
+        return os.getpid()
+
+
+@ray.remote(max_restarts=0)
+class Sync:
+    """One method at a time, on the worker's main thread."""
+
+    def spin(self, name, record):
+        import tethered_example as ext
+
+        return ext.spin_recorded(name, NATIVE_SECONDS, record)
 
     def pid(self):
         return os.getpid()
@@ -221,6 +236,25 @@ def test_ray_kill_ends_the_actor_and_its_native_loops_with_it(cluster):
     for ref in refs:
         with pytest.raises(ray.exceptions.RayActorError):
             ray.get(ref, timeout=30)
+
+
+def test_sigterm_to_an_actor_stops_its_native_loop_as_a_shutdown(cluster, tmp_path):
+    # A node drained, `ray stop`, an orchestrator's stop: the worker gets SIGTERM, and Ray's
+    # handler raises `SystemExit` on its main thread, where the method's `run_native` waits.
+    actor = Sync.options(resources={"node_b": 1}).remote()
+    pid = ray.get(actor.pid.remote(), timeout=60)
+    record = tmp_path / "sigterm"
+    ref = actor.spin.remote("rt-sigterm", str(record))
+    running("rt-sigterm")
+    os.kill(pid, signal.SIGTERM)
+    took = stopped_within("rt-sigterm")
+    assert took is not None, "the native loop ran on after SIGTERM"
+    report("SIGTERM to a synchronous actor", took)
+    # The process is going away: the token reads Shutdown, not a caller giving up.
+    assert read(record) == "Shutdown|interrupted: SystemExit"
+    assert wait_until(lambda: not alive(pid), STOP_WITHIN) is not None, "the actor lives on"
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(ref, timeout=30)
 
 
 def test_a_hundred_tasks_cancelled_at_once_across_nodes(cluster, tmp_path):

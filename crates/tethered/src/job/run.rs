@@ -142,9 +142,11 @@ where
                 stubborn,
             )
         };
-        // A stubborn job's return is reported (a `tracing` event) with no lock held.
+        // A stubborn job's return is reported (a `tracing` event) with no lock held; a
+        // subscriber's panic, or a cause's `Drop`, is user code: contained, so the handle is
+        // still woken below.
         if let Some(stubborn) = stubborn {
-            stubborn.report();
+            run_contained(|| stubborn.report());
         }
         // Nobody will take it: its drop (a panic payload's, a value's) is user code.
         drop_contained(unwanted);

@@ -82,7 +82,7 @@ export interface CancelStats {
   abandoned: ByReason
   /** Jobs ever listed by `stubbornJobs()`. */
   stubborn: number
-  /** By job name (`''` for unnamed jobs). */
+  /** By job name (`''` for unnamed jobs), without a prototype: any name is an own key. */
   cancelToReturn: Record<string, CancelToReturn>
 }
 

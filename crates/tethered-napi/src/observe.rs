@@ -21,7 +21,7 @@ use tethered::{ByReason, CancelReason, CancelToReturn};
 ///   returnedAfterCancel: { ... },   // the same keys
 ///   abandoned: { ... },             // the same keys
 ///   stubborn: 1,                    // jobs ever listed by stubbornJobs()
-///   cancelToReturn: {               // by job name ('' for unnamed jobs)
+///   cancelToReturn: {               // by job name ('' for unnamed jobs); no prototype
 ///     render: {
 ///       count: 4, sumMs: 3.1, maxMs: 1.2,
 ///       p50Ms: 1, p99Ms: 2,         // upper estimates; null with nothing recorded
@@ -56,7 +56,9 @@ pub fn cancel_stats(env: &Env) -> napi::Result<Object<'_>> {
     )?;
     object.set("abandoned", by_reason(env, &stats.abandoned)?)?;
     object.set("stubborn", stats.stubborn as f64)?;
-    let mut by_name = Object::new(env)?;
+    // Without a prototype, so that every name is an own key: `__proto__` too (a job's name
+    // may come from a request).
+    let mut by_name: Object<'_> = env.run_script("Object.create(null)")?;
     for histogram in &stats.by_name {
         by_name.set(&histogram.name, cancel_to_return(env, histogram)?)?;
     }

@@ -71,6 +71,17 @@ test('a job that ignores its abort is listed while it runs on, then timed when i
   assert.ok(slow.maxMs >= 200, JSON.stringify(slow));
 });
 
+test('any job name is an own key of cancelToReturn, __proto__ too', async () => {
+  await abortWhenRunning('__proto__', 30_000, true);
+  await waitFor('its return timed', () =>
+    Object.hasOwn(addon.cancelStats().cancelToReturn, '__proto__'),
+  );
+  const byName = addon.cancelStats().cancelToReturn;
+  assert.equal(Object.getPrototypeOf(byName), null);
+  assert.equal(byName['__proto__'].count, 1);
+  assert.ok(Object.keys(byName).includes('__proto__'));
+});
+
 test('setStubbornAfter refuses what is no duration, as Node does', () => {
   for (const bad of [-1, NaN]) {
     assert.throws(() => addon.setStubbornAfter(bad), {

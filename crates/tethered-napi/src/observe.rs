@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::Object;
 use napi::{Env, Error, Status};
-use tethered::{ByReason, CancelReason, CancelToReturn};
+use tethered::{ByReason, CancelToReturn};
+
+use crate::errors::reason_name;
 
 /// `cancelStats()`: what cancels did to the addon's running native work so far
 /// ([`tethered::cancel_stats`]), as a `CancelStats` (declared in
@@ -94,7 +96,7 @@ pub fn stubborn_jobs(env: &Env) -> napi::Result<Vec<Object<'_>>> {
             let mut object = Object::new(env)?;
             object.set("id", job.id.get() as f64)?;
             object.set("name", job.name)?;
-            object.set("reason", name(job.reason))?;
+            object.set("reason", reason_name(job.reason))?;
             object.set("cause", job.cause.map(|cause| cause.to_string()))?;
             object.set("sinceCancelMs", millis(job.since_cancel))?;
             Ok(object)
@@ -131,12 +133,6 @@ pub fn set_stubborn_after(env: &Env, ms: f64) -> napi::Result<()> {
     Ok(())
 }
 
-/// The reason as the TypeScript `CancelReason` names it (`'Dropped'`), as the `AbortError`'s
-/// `reason` does.
-fn name(reason: CancelReason) -> String {
-    format!("{reason:?}")
-}
-
 fn millis(time: Duration) -> f64 {
     time.as_secs_f64() * 1_000.0
 }
@@ -144,7 +140,7 @@ fn millis(time: Duration) -> f64 {
 fn by_reason<'env>(env: &'env Env, counts: &ByReason) -> napi::Result<Object<'env>> {
     let mut object = Object::new(env)?;
     for (reason, count) in counts.iter() {
-        object.set(name(reason), count as f64)?;
+        object.set(reason_name(reason), count as f64)?;
     }
     Ok(object)
 }

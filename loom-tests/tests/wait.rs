@@ -60,6 +60,38 @@ fn dropped_cancelled_future_leaves_nothing_behind() {
     });
 }
 
+/// A child's `cancelled()` future and a thread blocked on the same child, against the
+/// parent's cancel, which reaches the child as a leaf with nothing but waiters registered: its
+/// lock is taken once, and both must be woken from there.
+#[test]
+fn a_childs_waiters_never_miss_the_parents_cancel() {
+    model("child_waiters_vs_parent_cancel", || {
+        let parent = CancelSource::new();
+        let child = parent.child();
+        let (token, blocked) = (child.token(), child.token());
+        let sleeper = thread::spawn(move || blocked.wait_timeout(std::time::Duration::MAX));
+        let canceller = thread::spawn(move || {
+            parent.cancel(CancelReason::Shutdown);
+        });
+        assert_eq!(block_on(token.cancelled()), CancelReason::Shutdown);
+        assert_eq!(sleeper.join().unwrap(), Some(CancelReason::Shutdown));
+        canceller.join().unwrap();
+        drop(child);
+    });
+}
+
+/// The negative control of the model above: a leaf's cancel that leaves its waiters unwoken is
+/// caught as a deadlock.
+#[cfg(tethered_loom)]
+#[test]
+fn negative_control_a_leaf_that_forgets_its_waiters_is_caught() {
+    loom_tests::fails_with_fault(
+        "a_childs_waiters_never_miss_the_parents_cancel",
+        "leaf_cancel_forgets_its_waiters",
+        "deadlock",
+    );
+}
+
 /// The negative control: a waiter that sleeps on a bare token without making it active first
 /// is never woken by the cancel's lock-free compare-exchange, and loom reports the deadlock.
 #[cfg(tethered_loom)]

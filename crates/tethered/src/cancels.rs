@@ -75,10 +75,12 @@ impl ByReason {
 /// use std::time::Duration;
 /// use tethered::{CancelReason, JobOptions, Tethered};
 ///
-/// let job = tethered::spawn(JobOptions::new().name("render"), |token| {
+/// let (started, running) = std::sync::mpsc::channel();
+/// let job = tethered::spawn(JobOptions::new().name("render"), move |token| {
+///     started.send(()).unwrap();
 ///     token.wait(); // honours its cancel
 /// })?;
-/// std::thread::sleep(Duration::from_millis(50)); // the closure is running
+/// running.recv().unwrap(); // the closure is running
 /// assert!(job.cancel(CancelReason::Timeout));
 /// let _ = job.join_blocking();
 /// let stats = tethered::cancel_stats();

@@ -290,3 +290,54 @@ fn a_detached_callback_lives_as_long_as_its_token() {
     assert!(!lone_ran.load(Ordering::SeqCst));
     assert_eq!(leaf.token().reason(), Some(CancelReason::Shutdown));
 }
+
+/// A level kept for its callback is freed by its last child's drop, which then unlinks it
+/// from its parent by address. Meanwhile siblings come and go in the same parent: their
+/// unlinks purge dead entries (which frees a dead level's memory) and new children may be
+/// allocated at a freed level's address, even in its old slot. No live child's entry is ever
+/// taken for a dead one's: every kept child is still reached by the parent's cancel, and the
+/// parent's list ends with exactly the kept children in it.
+#[test]
+fn a_freed_level_never_unlinks_a_live_sibling_at_its_old_address() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 50_000;
+    let root = CancelSource::new();
+    let kept: Vec<Vec<CancelSource>> = thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let root = &root;
+                s.spawn(move || {
+                    let mut kept = Vec::new();
+                    for round in 0..ROUNDS {
+                        if (round + t) % 2 == 0 {
+                            // A level with a detached callback is not spliced out: its leaf's
+                            // drop frees it and unlinks it from the root.
+                            let level = root.child();
+                            level.token().on_cancel(|_| {}).detach();
+                            let leaf = level.child();
+                            drop(level);
+                            drop(leaf);
+                        } else {
+                            let sibling = root.child();
+                            if round % 5 == 0 {
+                                kept.push(sibling);
+                            }
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let live = kept.iter().map(Vec::len).sum::<usize>();
+    assert_eq!(
+        root.token().registrations(),
+        live,
+        "the root's list holds exactly the kept children"
+    );
+    root.cancel(CancelReason::Shutdown);
+    for child in kept.iter().flatten() {
+        assert_eq!(child.token().reason(), Some(CancelReason::Shutdown));
+    }
+}

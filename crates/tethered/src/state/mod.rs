@@ -328,6 +328,15 @@ struct Registrations {
 /// child process that exited and is not reaped yet). Called by a cancel with no lock held.
 pub(crate) type FinishedCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
+impl Registrations {
+    /// Whether nothing but wakers is registered: no callback (a link to a linked child is
+    /// one), no linked parent, no finished check. A cancel of such a token owes it nothing
+    /// after its first phase.
+    fn waiters_only(&self) -> bool {
+        self.callbacks.is_empty() && self.links.is_empty() && self.finished.is_none()
+    }
+}
+
 impl Shared {
     fn regs(&mut self) -> &mut Registrations {
         self.regs.get_or_insert_with(Box::default)

@@ -26,6 +26,16 @@ impl TokenRef {
         TokenRef(Arc::new(state))
     }
 
+    /// The state of a token nobody else can reach yet (no other handle, no `Weak` made of
+    /// it), to set up without its lock.
+    ///
+    /// # Panics
+    ///
+    /// If another `Arc` or `Weak` of the state exists: a caller's bug.
+    pub(crate) fn unique(&mut self) -> &mut TokenState {
+        Arc::get_mut(&mut self.0).expect("a token set up before anyone else can reach it")
+    }
+
     /// The state, for a tree link or a comparison.
     pub(crate) fn arc(&self) -> &Arc<TokenState> {
         &self.0
@@ -83,6 +93,15 @@ impl Drop for TokenRef {
             return;
         }
         fence(Ordering::Acquire);
+        // An active child holds an `Arc` of its parent (invariant 7), so a token whose only
+        // `Arc` is this handle's has no child to move, and none can come (no handle is left to
+        // make one, no child to splice its own into it): a leaf, the common case, skips the
+        // splice and its lock. The count read is no older than every child's link made through
+        // the other handles, which the fence orders before it. Any other `Arc` (a child, a
+        // walk passing by) sends it the long way, which looks under the lock.
+        if Arc::strong_count(&self.0) == 1 {
+            return;
+        }
         self.0.splice();
     }
 }

@@ -77,7 +77,7 @@ impl TokenState {
     /// A new child of `parent`: cancelled when `parent` is (at once, if it is already), never
     /// by a sealed parent.
     pub(crate) fn child_of(parent: &TokenRef) -> TokenRef {
-        let child = TokenRef::new(TokenState::with_flag(ACTIVE));
+        let mut child = TokenRef::new(TokenState::with_flag(ACTIVE));
         let cancelled = {
             let mut up = sync::lock(&parent.shared);
             match parent.flag_under_lock() {
@@ -86,12 +86,12 @@ impl TokenState {
                 }
                 SEALED => None,
                 _ => {
-                    let index = up.children.len();
-                    up.children.push(child.downgrade());
-                    // Parent before child (lock order); nobody else can see the child yet.
-                    let mut me = sync::lock(&child.shared);
+                    // Nobody else can see the child yet: its fields are set through `&mut`,
+                    // with no lock, before the parent's list holds it.
+                    let me = sync::get_mut(&mut child.unique().shared);
                     me.parent = Some(parent.arc().clone());
-                    me.slot = Slot::at(index);
+                    me.slot = Slot::at(up.children.len());
+                    up.children.push(child.downgrade());
                     None
                 }
             }
@@ -103,10 +103,25 @@ impl TokenState {
     }
 
     /// Removes the child at `addr` from its slot `index` of this token's children, if the slot
-    /// still holds it: for a child being freed, whose slot nobody changes any more.
+    /// still holds it: for a child being freed (its last `Arc` gone), whose slot nobody changes
+    /// any more.
+    ///
+    /// The child's memory may be freed already (its entry purged as a dead one by a sibling's
+    /// unlink) and reused by a new token at the same address, in the same slot. So the entry is
+    /// removed only if it is dead too: a live token's is never taken, and either of two dead
+    /// entries at one address may be removed by the other's unlink, which then finds nothing to
+    /// do (as after a purge).
     fn unlink_child(&self, index: u32, addr: *const TokenState) {
         let mut up = sync::lock(&self.shared);
-        let moved = self.remove_child(&mut up, index, addr);
+        let dead = up
+            .children
+            .get(index as usize)
+            .is_some_and(|slot| slot.strong_count() == 0);
+        let moved = if dead {
+            self.remove_child(&mut up, index, addr)
+        } else {
+            None
+        };
         drop(up);
         // `moved` may have been the last handle to that child (dropped meanwhile): it is
         // dropped here, with no lock held, and unlinks itself.
@@ -345,23 +360,20 @@ impl Drop for TokenState {
         // Callbacks of detached guards: their captured values are user code.
         super::drop_each(taken);
         let mut work = Work::default();
-        Release::push(&mut work, self, slot, parent, links, None);
+        Release::push(&mut work, self, slot, parent, links);
         while let Some(Release { node, from }) = work.pop() {
             match from {
-                From::Child { index, addr, pin } => {
+                From::Child { index, addr } => {
                     if let Some(index) = index {
                         node.unlink_child(index, addr);
                     }
-                    drop(pin);
                 }
                 From::Link(key) => node.deregister_callback(key),
             }
             // `addr` names the token to unlink next: a parent whose last `Arc` went in this
-            // loop. Its memory is kept by the pin until it has been unlinked by address:
-            // otherwise a purge of its dead entry could free it, and a new token at the same
-            // address would be the one removed.
+            // loop. Its memory may be freed and reused before it is unlinked by address, which
+            // `unlink_child` allows for.
             let addr: *const TokenState = Arc::as_ptr(&node);
-            let pin = Arc::downgrade(&node);
             if let Some(mut state) = Arc::into_inner(node) {
                 // That was the last `Arc`: release its parents in this loop, then drop it (its
                 // `Drop` finds no parent or link left and only drops its callbacks).
@@ -373,7 +385,7 @@ impl Drop for TokenState {
                     .as_mut()
                     .map(|regs| std::mem::take(&mut regs.links))
                     .unwrap_or_default();
-                Release::push(&mut work, addr, slot, parent, links, Some(pin));
+                Release::push(&mut work, addr, slot, parent, links);
                 drop(state);
             }
         }
@@ -413,8 +425,6 @@ enum From {
     Child {
         index: Option<u32>,
         addr: *const TokenState,
-        /// Keeps the freed token's memory (not the token) until it was unlinked by address.
-        pin: Option<Weak<TokenState>>,
     },
     Link(super::Key),
 }
@@ -427,7 +437,6 @@ impl Release {
         slot: Option<u32>,
         parent: Option<Arc<TokenState>>,
         links: Vec<super::links::Link>,
-        pin: Option<Weak<TokenState>>,
     ) {
         for link in links {
             work.push(Release {
@@ -438,11 +447,7 @@ impl Release {
         if let Some(node) = parent {
             work.push(Release {
                 node,
-                from: From::Child {
-                    index: slot,
-                    addr,
-                    pin,
-                },
+                from: From::Child { index: slot, addr },
             });
         }
     }

@@ -117,3 +117,50 @@ fn negative_control_a_cancel_that_returns_before_its_descendants_is_caught() {
         "returned before the leaf read cancelled",
     );
 }
+
+/// A child's own cancel against its root's: a child that reads the root cancelled before its
+/// own cancel takes the root's reason (the cancel from above came first), though its cancel
+/// decides in one critical section when its parent is a root that is not cancelled.
+#[test]
+fn a_childs_cancel_after_its_roots_reads_the_roots_reason() {
+    model("child_cancel_after_root_cancel", || {
+        let root = CancelSource::new();
+        let child = root.child();
+        let root_token = root.token();
+        let canceller = thread::spawn(move || {
+            root.cancel(CancelReason::Shutdown);
+        });
+        // Lets the root's cancel begin first: loom otherwise runs this thread on to its own
+        // cancel in every interleaving it explores here.
+        thread::yield_now();
+        let saw_root = root_token.is_cancelled();
+        child.cancel(CancelReason::Requested);
+        let reason = child.token().reason();
+        if saw_root {
+            assert_eq!(
+                reason,
+                Some(CancelReason::Shutdown),
+                "the child read its own reason after its root was cancelled"
+            );
+        }
+        assert!(matches!(
+            reason,
+            Some(CancelReason::Shutdown | CancelReason::Requested)
+        ));
+        canceller.join().unwrap();
+        drop(child);
+        assert_eq!(root_token.registrations(), 0);
+    });
+}
+
+/// The negative control: with the child's look at its root's word put back to one that sees
+/// only that it is a root, the child decides its own reason after its root was cancelled.
+#[cfg(tethered_loom)]
+#[test]
+fn negative_control_a_child_that_ignores_its_cancelled_root_is_caught() {
+    loom_tests::fails_with_fault(
+        "a_childs_cancel_after_its_roots_reads_the_roots_reason",
+        "child_cancel_ignores_a_cancelled_root",
+        "read its own reason after its root was cancelled",
+    );
+}

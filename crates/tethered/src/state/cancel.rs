@@ -6,8 +6,8 @@ use super::links::Link;
 use super::wakers::ToWake;
 use super::{
     ACTIVE, BARE, CANCELLED, CANCELLED_BIT, CANCELLING, Callback, Cancel, DESCENDING,
-    DESCENT_AWAITED, FinishedCheck, SEALED, Shared, Stop, TokenState, drop_each, reason_bits,
-    run_contained,
+    DESCENT_AWAITED, FinishedCheck, LIFECYCLE, ROOT, SEALED, Shared, Stop, TokenState, drop_each,
+    reason_bits, run_contained,
 };
 use crate::contain::drop_contained;
 use crate::reason::{CancelReason, Cause};
@@ -22,6 +22,20 @@ pub(super) enum Next {
     Linked(Arc<TokenState>),
 }
 
+/// How a cancel's walk came to a token.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// The token the cancel was called on: it leaves its tree parent in the second phase, and
+    /// takes the stop of a cancelled ancestor, if it has one (invariant 9).
+    Own,
+    /// From its tree parent, which took it out of its children already: nothing to leave. A
+    /// token with links of its own has another way up, where an earlier cancel may decide.
+    Parent,
+    /// Through a link (invariant 8): it leaves its own tree parent in the second phase, and an
+    /// earlier cancel above it may decide.
+    Link,
+}
+
 /// What a walk owes a token it cancelled once its first phase is over (invariant 11): the
 /// links it cuts, then its callbacks. Most tokens are owed nothing (a plain child).
 struct Owed {
@@ -29,8 +43,9 @@ struct Owed {
     node: Option<Arc<TokenState>>,
     /// Its index in the walk's stops: the reason and cause its callbacks are given.
     stop: usize,
-    /// Leave the tree parent's list (a token cancelled by its own cancel, or through a link).
-    leave: bool,
+    /// The tree parent whose list it leaves (a token cancelled by its own cancel, or through a
+    /// link), as it was when the token was cancelled.
+    leave: Option<Arc<TokenState>>,
     /// Its linked parents, whose link callbacks are deregistered (invariant 8).
     links: Vec<Link>,
     /// Its finished check (invariant 10), of no more use.
@@ -92,9 +107,13 @@ impl Stops {
 /// One cancel's walk over a tree (invariant 11).
 struct Walk {
     stops: Stops,
-    /// The tokens still to reach (and the markers of tokens whose descendants all were), each
-    /// with its stop.
-    stack: Vec<(Next, usize)>,
+    /// Whether the first token took a cancelled ancestor's stop instead of the one this
+    /// cancel gave (invariant 9).
+    inherited: bool,
+    /// The tokens still to reach: what lay below each token cancelled so far whose turn has
+    /// not come, deepest last. The top is held inline and a frame is reached in the list it
+    /// was taken out in, so a fan-out or a chain allocates nothing and copies no child.
+    frames: Frames,
     /// What is owed, after the first phase, to the tokens this walk cancelled below its first,
     /// in the order it cancelled them.
     owed: Vec<Owed>,
@@ -116,21 +135,83 @@ impl Walk {
         }
     }
 
-    /// Pushes what lies below a token it cancelled: its linked tokens, then its children
-    /// (taken first).
+    /// Pushes what lies below a token it cancelled: its children, reached first (from the
+    /// last), then its linked tokens.
     fn push_below(&mut self, cut: Cut) {
-        let stop = cut.stop;
-        self.stack.extend(
+        if !cut.descends() {
+            return;
+        }
+        // Most tokens have no linked token: then there is nothing to collect.
+        let linked = if cut.linked.is_empty() {
+            Vec::new()
+        } else {
             cut.linked
                 .into_iter()
                 .filter_map(|child| child.upgrade())
-                .map(|node| (Next::Linked(node), stop)),
-        );
-        self.stack.extend(
-            cut.children
-                .into_iter()
-                .map(|child| (Next::Child(child), stop)),
-        );
+                .collect()
+        };
+        match &mut self.frames.top {
+            // The top is done (as at every level of a chain): it takes the new lists in place.
+            Some(top) if top.is_done() => {
+                top.children = cut.children;
+                top.linked = linked;
+                top.stop = cut.stop;
+            }
+            Some(top) => {
+                let below = std::mem::replace(
+                    top,
+                    Frame {
+                        children: cut.children,
+                        linked,
+                        stop: cut.stop,
+                    },
+                );
+                self.frames.rest.push(below);
+            }
+            top @ None => {
+                *top = Some(Frame {
+                    children: cut.children,
+                    linked,
+                    stop: cut.stop,
+                });
+            }
+        }
+    }
+
+    /// The next token to reach, with its stop: depth first.
+    fn next(&mut self) -> Option<(Next, usize)> {
+        loop {
+            let frame = self.frames.top.as_mut()?;
+            if let Some(child) = frame.children.pop() {
+                return Some((Next::Child(child), frame.stop));
+            }
+            if let Some(node) = frame.linked.pop() {
+                return Some((Next::Linked(node), frame.stop));
+            }
+            self.frames.top = self.frames.rest.pop();
+        }
+    }
+}
+
+/// A walk's frames (see [`Walk::frames`]).
+#[derive(Default)]
+struct Frames {
+    top: Option<Frame>,
+    rest: Vec<Frame>,
+}
+
+/// What lay below one cancelled token, still to reach.
+struct Frame {
+    /// Its children, in the list it held them in: reached from the last.
+    children: Vec<Weak<TokenState>>,
+    /// The tokens linked to it (invariant 8), reached after its children.
+    linked: Vec<Arc<TokenState>>,
+    stop: usize,
+}
+
+impl Frame {
+    fn is_done(&self) -> bool {
+        self.children.is_empty() && self.linked.is_empty()
     }
 }
 
@@ -150,7 +231,7 @@ impl TokenState {
         // this cancel is a no-op (the handle of every finished job drops through here). Any
         // other value is decided again under the lock.
         let flag = self.flag.load(Ordering::Relaxed);
-        if flag == SEALED {
+        if flag & LIFECYCLE == SEALED {
             return Cancel::Lost;
         }
         // A bare token (nothing ever attached: no waiter, no callback, no child, no parent, as a
@@ -158,14 +239,15 @@ impl TokenState {
         // the reason with the cancelled bit: no lock, nothing else to do. Its seal is the other
         // exit, decided by the same word (invariant 1). A cause needs the lock, as does any
         // token that left BARE meanwhile: decided below, again.
-        if flag == BARE && cause.is_none() {
+        if flag & LIFECYCLE == BARE && cause.is_none() {
             // ORDERING: Release: a poller's Acquire load that sees the bit sees the reason and
-            // everything the canceller did before.
+            // everything the canceller did before. A bare token's word holds nothing but its
+            // lifecycle and `ROOT`, which stays.
             if self
                 .flag
                 .compare_exchange(
-                    BARE,
-                    CANCELLED | reason_bits(reason),
+                    flag,
+                    CANCELLED | reason_bits(reason) | (flag & ROOT),
                     Ordering::Release,
                     Ordering::Relaxed,
                 )
@@ -174,43 +256,26 @@ impl TokenState {
                 return Cancel::Won;
             }
         }
-        let sequence = sync::next_sequence();
-        // An ancestor cancelled already (its walk has not reached this token yet) decides the
-        // reason: the cancel from above came first. So a job whose handle is dropped because
-        // its request's deadline passed reads `Timeout`, not `Dropped`, however the threads
-        // interleave, through a tree parent or a link. A BARE token has no ancestor (nothing
-        // was ever attached to it, and a root never gains a parent), so it skips the walk and
-        // the extra round trip of its lock, whose word shares the flag's cache line with a
-        // busy closure's polls: a plain job's dropped handle reaches its closure that much
-        // sooner.
-        let inherited = if flag == BARE {
-            None
-        } else {
-            self.earliest_cancelled_ancestor()
-        };
-        let (outcome, first) = match inherited {
-            Some(stop) => (Cancel::Inherited, stop),
-            None => (
-                Cancel::Won,
-                Stop {
-                    reason,
-                    cause,
-                    sequence,
-                },
-            ),
-        };
+        // The reason this call gives, unless a cancelled ancestor decides another (invariant
+        // 9, looked for in `cancel_node`); its sequence number is taken there too, once the
+        // cancel is decided and only if its walk goes on below this token.
         let mut walk = Walk {
             stops: Stops {
-                first,
+                first: Stop {
+                    reason,
+                    cause,
+                    sequence: 0,
+                },
                 rest: Vec::new(),
             },
-            stack: Vec::new(),
+            inherited: false,
+            frames: Frames::default(),
             owed: Vec::new(),
             waits: Vec::new(),
             first: None,
             freed: Vec::new(),
         };
-        let mut cut = match self.cancel_node(0, true, false, &mut walk) {
+        let mut cut = match self.cancel_node(0, Via::Own, &mut walk) {
             Reached::Cancelled(cut) => cut,
             Reached::Descending(first) => {
                 // Cancelled by another walk, perhaps still on its way down: it decided; this
@@ -229,6 +294,11 @@ impl TokenState {
             }
             Reached::Settled => return Cancel::Lost,
         };
+        let outcome = if walk.inherited {
+            Cancel::Inherited
+        } else {
+            Cancel::Won
+        };
         let mine = cut.owed.take();
         let descending = cut.descends();
         walk.push_below(cut);
@@ -236,17 +306,15 @@ impl TokenState {
         if descending {
             walk.first = Some(Arc::downgrade(self));
         }
-        while let Some((next, stop)) = walk.stack.pop() {
-            let (node, unlink) = match next {
-                // Its parent took it out of its children already: no unlink needed.
+        while let Some((next, stop)) = walk.next() {
+            let (node, via) = match next {
                 Next::Child(child) => match child.upgrade() {
-                    Some(node) => (node, false),
+                    Some(node) => (node, Via::Parent),
                     None => continue,
                 },
-                // Reached through a link: it leaves its own tree parent as it is cancelled.
-                Next::Linked(node) => (node, true),
+                Next::Linked(node) => (node, Via::Link),
             };
-            match node.cancel_node(stop, unlink, true, &mut walk) {
+            match node.cancel_node(stop, via, &mut walk) {
                 Reached::Cancelled(mut cut) => {
                     if let Some(mut owed) = cut.owed.take() {
                         owed.node = Some(node.clone());
@@ -329,9 +397,10 @@ impl TokenState {
     /// below the walk's first), a token reached through a link, or with links of its own, has
     /// another way up than the walk's: an earlier cancel that reached an ancestor on that way
     /// first decides its reason (invariant 9).
-    fn cancel_node(&self, stop: usize, unlink: bool, look_up: bool, walk: &mut Walk) -> Reached {
+    fn cancel_node(&self, stop: usize, via: Via, walk: &mut Walk) -> Reached {
+        let unlink = via != Via::Parent;
         let mut stop = stop;
-        let mut looked_up = !look_up;
+        let mut looked_up = false;
         let mut checked = false;
         let mut linked = Vec::new();
         let (wakers, sleepers, cut, parent) = loop {
@@ -352,7 +421,7 @@ impl TokenState {
                     None => Reached::Settled,
                 };
             }
-            if !unlink
+            if via == Via::Parent
                 && shared.children.is_empty()
                 && shared.regs.as_ref().is_none_or(|regs| regs.waiters_only())
             {
@@ -375,7 +444,33 @@ impl TokenState {
                 }
                 return Reached::Settled;
             }
-            if !looked_up && (unlink || shared.regs.as_ref().is_some_and(|r| !r.links.is_empty())) {
+            let links = shared.regs.as_ref().is_some_and(|r| !r.links.is_empty());
+            if !looked_up && via == Via::Own {
+                // An ancestor cancelled already (its walk has not reached this token yet)
+                // decides the reason: the cancel from above came first. So a job whose handle
+                // is dropped because its request's deadline passed reads `Timeout`, not
+                // `Dropped`, however the threads interleave, through a tree parent or a link.
+                // A token whose only way up is a parent that is a root (`ROOT`) and not
+                // cancelled has none, which one load of the parent's word tells, under this
+                // lock: the common child of a server's or a request's token decides in this one
+                // critical section.
+                let clear = !links
+                    && shared
+                        .parent
+                        .as_ref()
+                        .is_none_or(|parent| parent.is_uncancelled_root());
+                looked_up = true;
+                if !clear {
+                    // Each lock is taken alone: this one is released before the ancestors'.
+                    drop(shared);
+                    if let Some(earlier) = self.earliest_cancelled_ancestor() {
+                        walk.stops.first = earlier;
+                        walk.inherited = true;
+                    }
+                    continue;
+                }
+            }
+            if !looked_up && (via == Via::Link || links) {
                 // Each lock is taken alone: this one is released before the ancestors'.
                 drop(shared);
                 looked_up = true;
@@ -439,16 +534,25 @@ impl TokenState {
             } else {
                 DESCENDING
             };
+            if via == Via::Own && !walk.inherited && (!children.is_empty() || !linked.is_empty()) {
+                // The walk goes on below: its tokens' own ways up compare this cancel's number
+                // with their ancestors' (invariant 9). A cancel that reaches no other token
+                // needs none (nothing below it can ever read its number), and leaves 0, as a
+                // bare token's lock-free cancel does.
+                walk.stops.first.sequence = sync::next_sequence();
+            }
             let flag = if callbacks { CANCELLING } else { CANCELLED };
             self.decide(&mut shared, walk.stops.get(stop), flag | descending);
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
             // was taken out of the parent's list already, so nobody else touches its links.
             // (Its stale `slot` is never read again: a token without a parent unlinks nowhere.)
-            // A root never gains a parent, so one without a link has nothing to leave.
-            let leave = unlink && shared.parent.is_some();
+            // A root never gains a parent, so one without a link has nothing to leave. One
+            // that leaves is handed its parent now, which it leaves in the second phase unless
+            // a splice moved it meanwhile (`leave_parent` looks again).
+            let leave = if unlink { shared.parent.clone() } else { None };
             let parent = if unlink { None } else { shared.parent.take() };
-            let owed =
-                (callbacks || leave || !links.is_empty() || finished.is_some()).then(|| Owed {
+            let owed = (callbacks || leave.is_some() || !links.is_empty() || finished.is_some())
+                .then(|| Owed {
                     node: None,
                     stop,
                     leave,
@@ -478,9 +582,12 @@ impl TokenState {
         shared.cause.clone_from(&given.cause);
         shared.sequence = given.sequence;
         // ORDERING: Release publishes the reason (and the canceller's earlier writes) to
-        // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1).
-        self.flag
-            .store(flag | reason_bits(given.reason), Ordering::Release);
+        // `is_cancelled`'s Acquire load. The store happens under the lock (invariant 1), and
+        // keeps `ROOT`, which never changes.
+        self.flag.store(
+            flag | reason_bits(given.reason) | self.fixed_bits(),
+            Ordering::Release,
+        );
     }
 
     /// With the lock released: wakes the threads sleeping on this token, if any (invariant
@@ -534,8 +641,8 @@ impl TokenState {
 
     /// The second phase at one token: it leaves its parents, then its callbacks run.
     fn settle(&self, owed: Owed, stops: &Stops) {
-        if owed.leave {
-            self.leave_parent();
+        if let Some(parent) = owed.leave {
+            self.leave_parent(Some(parent));
         }
         // A cancelled token needs no linked parent either (invariant 8).
         Link::release_all(owed.links);
@@ -552,9 +659,15 @@ impl TokenState {
     pub(crate) fn seal(&self) -> bool {
         // ORDERING: Release, as the store below; a failure (the token is not bare) is looked
         // at again under the lock, which orders it.
+        // A bare token is a root (`ROOT`): nothing but a root starts bare.
         if self
             .flag
-            .compare_exchange(BARE, SEALED, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(
+                BARE | ROOT,
+                SEALED | ROOT,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             // Nothing attached: nothing to take out, leave or cut loose (invariant 1).
@@ -568,7 +681,8 @@ impl TokenState {
             // ORDERING: under the lock (invariant 1), so a concurrent cancel is decided against
             // this store by the lock; readers outside it only compare with CANCELLED. Release
             // keeps every store of the flag a publishing one, at no cost on the cancel path.
-            self.flag.store(SEALED, Ordering::Release);
+            self.flag
+                .store(SEALED | self.fixed_bits(), Ordering::Release);
             let taken = shared.take_all();
             let (links, finished) = shared
                 .regs
@@ -582,7 +696,7 @@ impl TokenState {
         // long-lived parent does not hold finished jobs until their last handle goes. Nor its
         // linked parents' (invariant 8).
         if linked {
-            self.leave_parent();
+            self.leave_parent(None);
         }
         let (links, finished) = links;
         Link::release_all(links);

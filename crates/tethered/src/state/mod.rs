@@ -31,9 +31,10 @@
 //!   no-op that says so, and a registration is dropped unrun.
 //!
 //! The word holds more beside the lifecycle (bits 0 to 3), and every reading of the lifecycle
-//! masks it out: [`DESCENDING`] and [`DESCENT_AWAITED`] (bits 4 and 5, invariant 11), and the
+//! masks it out: [`DESCENDING`] and [`DESCENT_AWAITED`] (bits 4 and 5, invariant 11), the
 //! reason of a cancelled token (bits 8 to 10, [`REASON_BITS`]), stored in the same store or
-//! compare-exchange as the cancelled bit, so `reason` is one load too. The word is the last
+//! compare-exchange as the cancelled bit, so `reason` is one load too, and [`ROOT`] (bit 16),
+//! set when a root is made and never changed, which every store of the whole word keeps. The word is the last
 //! field of the token's allocation, on a cache line that the `Arc`'s counts, the handle count,
 //! the lock word and the tree's links never share (see [`TokenState`]).
 //!
@@ -77,12 +78,16 @@
 //!    added only while the token is `ACTIVE`, under its lock, and taken out in the critical
 //!    section in which it leaves `ACTIVE` (or in its drop); whoever takes them out deregisters
 //!    their callbacks with no lock held. A linked token is never spliced out.
-//! 9. First cause: every cancel takes a number of one process-wide sequence
-//!    ([`sync::next_sequence`]), kept with the reason. A cancel of a token that is not `BARE`
-//!    first looks for cancelled ancestors, through parents and links; if it finds any, the
-//!    token takes the reason and cause of the one cancelled first (that cancel came first and
-//!    is still walking down), and the call reports [`Cancel::Inherited`], not [`Cancel::Won`]:
-//!    the reason it gave is not the one the token reads. A walk does the same at each token it
+//! 9. First cause: a cancel whose walk goes on below its first token takes a number of one
+//!    process-wide sequence ([`sync::next_sequence`]) as it decides that token, kept with the
+//!    reason; one that reaches no other token keeps 0, as nothing below it can ever compare
+//!    it. A cancel of a token that is not `BARE` first looks for cancelled ancestors, through
+//!    parents and links; if it finds any, the token takes the reason and cause of the one
+//!    cancelled first (that cancel came first and is still walking down), and the call
+//!    reports [`Cancel::Inherited`], not [`Cancel::Won`]: the reason it gave is not the one
+//!    the token reads. A token whose only way up is a [`ROOT`] parent that is not cancelled
+//!    has no cancelled ancestor, which one load of the parent's word tells under the token's
+//!    own lock: the look takes no other lock then. A walk does the same at each token it
 //!    reaches that has another way up than the one it came by (a link, or reached through
 //!    one): whichever cancel began first decides the reason of that token and of everything
 //!    below it, whichever walk gets there first.
@@ -158,6 +163,11 @@ const LIFECYCLE: u32 = 0b1111;
 const DESCENDING: u32 = 0b1_0000;
 /// A bit of `flag` beside the lifecycle: a cancel waits for the descent to end (invariant 11).
 const DESCENT_AWAITED: u32 = 0b10_0000;
+/// A bit of `flag` beside the lifecycle, set when the token is made and never changed: the
+/// token is a root and stays one (made by `root()` or `sealed()`: no parent, and no link is
+/// ever added to such a token). A cancel of its child reads it to know the child has no
+/// other ancestor, with no lock (see `cancel_node`).
+const ROOT: u32 = 1 << 16;
 /// Where `flag` holds the reason of a cancelled token, stored with the cancelled bit: read
 /// with no lock.
 const REASON_SHIFT: u32 = 8;
@@ -376,12 +386,12 @@ pub(crate) enum Registered {
 impl TokenState {
     /// A new root token, not cancelled.
     pub(crate) fn root() -> TokenRef {
-        TokenRef::new(Self::with_flag(BARE))
+        TokenRef::new(Self::with_flag(BARE | ROOT))
     }
 
     /// A token that can never be cancelled.
     pub(crate) fn sealed() -> TokenRef {
-        TokenRef::new(Self::with_flag(SEALED))
+        TokenRef::new(Self::with_flag(SEALED | ROOT))
     }
 
     /// A token with one handle (the [`TokenRef`] about to be made) and no links.
@@ -416,16 +426,40 @@ impl TokenState {
         // (`reason_now`).
         match self.flag.load(Ordering::Relaxed) & LIFECYCLE {
             BARE => {
-                match self
-                    .flag
-                    .compare_exchange(BARE, ACTIVE, Ordering::Relaxed, Ordering::Relaxed)
-                {
+                // Only a root starts bare (`ROOT`), and a bare word holds nothing else.
+                match self.flag.compare_exchange(
+                    BARE | ROOT,
+                    ACTIVE | ROOT,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => ACTIVE,
                     Err(now) => now & LIFECYCLE,
                 }
             }
             flag => flag,
         }
+    }
+
+    /// The bits of `flag` that never change once the token is made (`ROOT`), for a store of
+    /// the whole word to keep.
+    fn fixed_bits(&self) -> u32 {
+        // ORDERING: Relaxed: the bits were stored when the token was made, before any other
+        // thread could reach it.
+        self.flag.load(Ordering::Relaxed) & ROOT
+    }
+
+    /// Whether this token is a root (`ROOT`) that is not cancelled: a child whose only way
+    /// up it is has no cancelled ancestor.
+    fn is_uncancelled_root(&self) -> bool {
+        // ORDERING: Acquire, as `is_cancelled`: a cancel of this root seen here is looked at
+        // with everything it published (the caller then looks for its stop under its lock).
+        let flag = self.flag.load(Ordering::Acquire);
+        #[cfg(tethered_loom)]
+        if crate::fault::put_back("child_cancel_ignores_a_cancelled_root") {
+            return flag & ROOT == ROOT;
+        }
+        flag & (ROOT | CANCELLED_BIT) == ROOT
     }
 
     /// The reason, once cancelled: from the flag word, with no lock.
@@ -521,7 +555,7 @@ impl std::fmt::Debug for TokenState {
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use super::{ACTIVE, BARE, Callback, Cancel, Registered, SEALED, TokenState};
+    use super::{ACTIVE, BARE, Callback, Cancel, LIFECYCLE, Registered, SEALED, TokenState};
     use crate::CancelReason;
     use crate::sync::{self, Arc};
 
@@ -539,9 +573,9 @@ mod tests {
     #[test]
     fn a_bare_root_seals_and_then_refuses_everything() {
         let token = TokenState::root();
-        assert_eq!(token.flag.load(Ordering::Relaxed), BARE);
+        assert_eq!(token.flag.load(Ordering::Relaxed) & LIFECYCLE, BARE);
         assert!(token.seal());
-        assert_eq!(token.flag.load(Ordering::Relaxed), SEALED);
+        assert_eq!(token.flag.load(Ordering::Relaxed) & LIFECYCLE, SEALED);
         assert!(token.seal(), "a second seal still reports sealed");
         assert_eq!(token.cancel(CancelReason::Requested, None), Cancel::Lost);
         let (ran, witness) = (Arc::new(AtomicBool::new(false)), Arc::new(()));
@@ -565,10 +599,10 @@ mod tests {
         let Registered::Pending(key) = token.register_callback(recording(&ran, &witness)) else {
             panic!("an active token keeps the callback");
         };
-        assert_eq!(token.flag.load(Ordering::Relaxed), ACTIVE);
+        assert_eq!(token.flag.load(Ordering::Relaxed) & LIFECYCLE, ACTIVE);
         token.deregister_callback(key);
         assert_eq!(
-            token.flag.load(Ordering::Relaxed),
+            token.flag.load(Ordering::Relaxed) & LIFECYCLE,
             ACTIVE,
             "stays active with nothing left"
         );

@@ -33,7 +33,7 @@
 //! token's, locks the parent, locks the token again, and checks the parent is still the same.
 //! No path holds two siblings' locks at once.
 
-use super::{ACTIVE, CANCELLED_BIT, SEALED, Shared, TokenRef, TokenState};
+use super::{ACTIVE, CANCELLED_BIT, LIFECYCLE, SEALED, Shared, TokenRef, TokenState};
 use crate::sync::{self, Arc, Ordering, Weak};
 
 /// A child's index in its parent's `children`, in four bytes: `u32::MAX` for none (not linked,
@@ -131,11 +131,19 @@ impl TokenState {
     /// Takes this live token out of its parent's children and lets go of the parent (a cancel
     /// or a seal of this token itself). Both locks are held while the slot is read, so the slot
     /// is the one the parent's list holds it at.
-    pub(super) fn leave_parent(&self) {
+    ///
+    /// `parent`: the parent the caller read under this token's lock a moment ago, if it did;
+    /// it is checked again with both locks held, as one read here would be.
+    pub(super) fn leave_parent(&self, parent: Option<Arc<TokenState>>) {
         let mut released = Released::new();
+        let mut known = parent;
         loop {
-            let Some(parent) = sync::lock(&self.shared).parent.clone() else {
-                break;
+            let parent = match known.take() {
+                Some(parent) => parent,
+                None => match sync::lock(&self.shared).parent.clone() {
+                    Some(parent) => parent,
+                    None => break,
+                },
             };
             let mut up = sync::lock(&parent.shared);
             let mut me = sync::lock(&self.shared);
@@ -200,7 +208,7 @@ impl TokenState {
         // stored it takes it out of its parent's list (`leave_parent`), so nothing is left to
         // do here. A stale ACTIVE is looked at again under the lock. A BARE token (a root that
         // nothing was ever attached to) has no children to move either.
-        if self.flag.load(Ordering::Acquire) != ACTIVE {
+        if self.flag.load(Ordering::Acquire) & LIFECYCLE != ACTIVE {
             return;
         }
         let mut released = Released::new();

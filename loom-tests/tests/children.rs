@@ -164,3 +164,41 @@ fn negative_control_a_child_that_ignores_its_cancelled_root_is_caught() {
         "read its own reason after its root was cancelled",
     );
 }
+
+/// Two siblings cancel themselves at once. Each leaves its parent's list in its cancel's own
+/// critical section if the parent's lock is free, or in the second phase if not; the one moved
+/// into the other's gap is told its new index under the parent's lock while it may be holding
+/// its own. The parent ends with no child, whichever left first and however.
+#[test]
+fn two_siblings_cancelled_at_once_both_leave() {
+    model("two_siblings_cancelled_at_once", || {
+        let parent = CancelSource::new();
+        let first = parent.child();
+        let second = parent.child();
+        let other = thread::spawn(move || {
+            first.cancel(CancelReason::Requested);
+            first
+        });
+        second.cancel(CancelReason::Timeout);
+        let first = other.join().unwrap();
+        assert_eq!(
+            parent.token().registrations(),
+            0,
+            "a sibling left an entry behind"
+        );
+        assert!(first.is_cancelled() && second.is_cancelled());
+        assert!(!parent.is_cancelled());
+    });
+}
+
+/// The negative control: with a moved sibling's index left stale, the model above finds the
+/// entry left behind.
+#[cfg(tethered_loom)]
+#[test]
+fn negative_control_a_stale_index_after_a_move_is_caught() {
+    loom_tests::fails_with_fault(
+        "two_siblings_cancelled_at_once_both_leave",
+        "moved_sibling_keeps_its_old_slot",
+        "a sibling left an entry behind",
+    );
+}

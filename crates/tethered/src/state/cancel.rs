@@ -43,9 +43,8 @@ struct Owed {
     node: Option<Arc<TokenState>>,
     /// Its index in the walk's stops: the reason and cause its callbacks are given.
     stop: usize,
-    /// The tree parent whose list it leaves (a token cancelled by its own cancel, or through a
-    /// link), as it was when the token was cancelled.
-    leave: Option<Arc<TokenState>>,
+    /// How it leaves its tree parent (a token cancelled by its own cancel, or through a link).
+    leave: Leave,
     /// Its linked parents, whose link callbacks are deregistered (invariant 8).
     links: Vec<Link>,
     /// Its finished check (invariant 10), of no more use.
@@ -54,27 +53,33 @@ struct Owed {
     callbacks: bool,
 }
 
-/// What [`TokenState::cancel_node`] took out of a token it cancelled.
-struct Cut {
-    /// The stop it was cancelled with (the walk's, or an earlier cancel's: invariant 9), and
-    /// so everything below it.
-    stop: usize,
-    children: Vec<Weak<TokenState>>,
-    /// The tokens linked to it (invariant 8).
-    linked: Vec<Weak<TokenState>>,
-    owed: Option<Owed>,
+/// How a token cancelled by its own cancel, or through a link, leaves its tree parent in the
+/// second phase (invariant 7).
+enum Leave {
+    /// It has no parent, or was reached from it (and so taken out of its list already).
+    Nothing,
+    /// Out of this parent's list: the token, with nothing below it, cut its link to the parent
+    /// as it was cancelled.
+    List(Arc<TokenState>),
+    /// Out of this parent's list and its link to it, both cut with both locks held: a token
+    /// with something below it keeps its link until its descent is over, as a descendant's
+    /// look for cancelled ancestors goes up through it (invariant 9). The parent it had when
+    /// cancelled, which `leave_parent` checks again.
+    Parent(Arc<TokenState>),
 }
 
-impl Cut {
-    /// Whether the walk goes on below the token.
-    fn descends(&self) -> bool {
-        !self.children.is_empty() || !self.linked.is_empty()
+impl Leave {
+    fn owed(&self) -> bool {
+        !matches!(self, Leave::Nothing)
     }
 }
 
-/// What [`TokenState::cancel_node`] found.
+/// What [`TokenState::cancel_node`] found. What it took out of a token it cancelled went to
+/// the walk: what lies below to its frames, what the second phase owes the token to its list
+/// (the first token's to `mine`). Nothing large is returned, so nothing large is moved.
 enum Reached {
-    Cancelled(Cut),
+    /// Cancelled by this walk; whether the walk goes on below it.
+    Cancelled { descends: bool },
     /// Cancelled by another walk, which may not have reached all its descendants yet: the
     /// first token of that walk (`None`: this one), whose `DESCENDING` bit says.
     Descending(Option<Weak<TokenState>>),
@@ -105,7 +110,9 @@ impl Stops {
 }
 
 /// One cancel's walk over a tree (invariant 11).
-struct Walk {
+struct Walk<'a> {
+    /// The token the cancel was called on: the walk's first.
+    origin: &'a Arc<TokenState>,
     stops: Stops,
     /// Whether the first token took a cancelled ancestor's stop instead of the one this
     /// cancel gave (invariant 9).
@@ -114,20 +121,22 @@ struct Walk {
     /// not come, deepest last. The top is held inline and a frame is reached in the list it
     /// was taken out in, so a fan-out or a chain allocates nothing and copies no child.
     frames: Frames,
+    /// What is owed, after the first phase, to the first token.
+    mine: Option<Owed>,
     /// What is owed, after the first phase, to the tokens this walk cancelled below its first,
     /// in the order it cancelled them.
     owed: Vec<Owed>,
     /// The first tokens of other walks still descending: this cancel returns once they have.
     waits: Vec<Weak<TokenState>>,
     /// The first token of this walk, for the tokens it cancels on its way down to name
-    /// (invariant 11); made when the first of them is.
+    /// (invariant 11); made when the first of them is (a walk over leaves makes none).
     first: Option<Weak<TokenState>>,
     /// Tokens whose last `Arc` this walk let go of in its first phase: freed after it, since
     /// freeing one drops its callbacks (user code).
     freed: Vec<TokenState>,
 }
 
-impl Walk {
+impl Walk<'_> {
     /// Lets go of `node`; if that was its last `Arc`, it is freed after the first phase.
     fn let_go(&mut self, node: Arc<TokenState>) {
         if let Some(state) = Arc::into_inner(node) {
@@ -135,17 +144,19 @@ impl Walk {
         }
     }
 
-    /// Pushes what lies below a token it cancelled: its children, reached first (from the
-    /// last), then its linked tokens.
-    fn push_below(&mut self, cut: Cut) {
-        if !cut.descends() {
-            return;
-        }
+    /// Pushes what lies below a token it cancelled with `stop`: its children, reached first
+    /// (from the last), then its linked tokens (invariant 8).
+    fn push_below(
+        &mut self,
+        children: Vec<Weak<TokenState>>,
+        linked: Vec<Weak<TokenState>>,
+        stop: usize,
+    ) {
         // Most tokens have no linked token: then there is nothing to collect.
-        let linked = if cut.linked.is_empty() {
+        let linked: Vec<Arc<TokenState>> = if linked.is_empty() {
             Vec::new()
         } else {
-            cut.linked
+            linked
                 .into_iter()
                 .filter_map(|child| child.upgrade())
                 .collect()
@@ -153,26 +164,26 @@ impl Walk {
         match &mut self.frames.top {
             // The top is done (as at every level of a chain): it takes the new lists in place.
             Some(top) if top.is_done() => {
-                top.children = cut.children;
+                top.children = children;
                 top.linked = linked;
-                top.stop = cut.stop;
+                top.stop = stop;
             }
             Some(top) => {
                 let below = std::mem::replace(
                     top,
                     Frame {
-                        children: cut.children,
+                        children,
                         linked,
-                        stop: cut.stop,
+                        stop,
                     },
                 );
                 self.frames.rest.push(below);
             }
             top @ None => {
                 *top = Some(Frame {
-                    children: cut.children,
+                    children,
                     linked,
-                    stop: cut.stop,
+                    stop,
                 });
             }
         }
@@ -260,6 +271,7 @@ impl TokenState {
         // 9, looked for in `cancel_node`); its sequence number is taken there too, once the
         // cancel is decided and only if its walk goes on below this token.
         let mut walk = Walk {
+            origin: self,
             stops: Stops {
                 first: Stop {
                     reason,
@@ -270,13 +282,14 @@ impl TokenState {
             },
             inherited: false,
             frames: Frames::default(),
+            mine: None,
             owed: Vec::new(),
             waits: Vec::new(),
             first: None,
             freed: Vec::new(),
         };
-        let mut cut = match self.cancel_node(0, Via::Own, &mut walk) {
-            Reached::Cancelled(cut) => cut,
+        let descending = match self.cancel_node(0, Via::Own, &mut walk) {
+            Reached::Cancelled { descends } => descends,
             Reached::Descending(first) => {
                 // Cancelled by another walk, perhaps still on its way down: it decided; this
                 // call returns once every descendant reads cancelled, as that walk's does.
@@ -299,13 +312,8 @@ impl TokenState {
         } else {
             Cancel::Won
         };
-        let mine = cut.owed.take();
-        let descending = cut.descends();
-        walk.push_below(cut);
+        let mine = walk.mine.take();
         // The first phase: the flags of the whole subtree.
-        if descending {
-            walk.first = Some(Arc::downgrade(self));
-        }
         while let Some((next, stop)) = walk.next() {
             let (node, via) = match next {
                 Next::Child(child) => match child.upgrade() {
@@ -315,13 +323,7 @@ impl TokenState {
                 Next::Linked(node) => (node, Via::Link),
             };
             match node.cancel_node(stop, via, &mut walk) {
-                Reached::Cancelled(mut cut) => {
-                    if let Some(mut owed) = cut.owed.take() {
-                        owed.node = Some(node.clone());
-                        walk.owed.push(owed);
-                    }
-                    walk.push_below(cut);
-                }
+                Reached::Cancelled { .. } => {}
                 Reached::Descending(first) => walk
                     .waits
                     .push(first.unwrap_or_else(|| Arc::downgrade(&node))),
@@ -391,19 +393,18 @@ impl TokenState {
     /// takes out its children and linked children for the walk and what the second phase
     /// owes it. Takes no other token's lock while it holds its own, and waits for nobody.
     ///
-    /// With `unlink` (a cancel of this token itself, or through a link, not from its tree
-    /// parent), it leaves its parent's children in the second phase: until then a concurrent
-    /// cancel from above still finds it, and waits for its descent. With `look_up` (a token
-    /// below the walk's first), a token reached through a link, or with links of its own, has
-    /// another way up than the walk's: an earlier cancel that reached an ancestor on that way
-    /// first decides its reason (invariant 9).
-    fn cancel_node(&self, stop: usize, via: Via, walk: &mut Walk) -> Reached {
-        let unlink = via != Via::Parent;
+    /// Reached by its own cancel or through a link (`via`), not from its tree parent, it
+    /// leaves its parent's children in the second phase (see [`Leave`]): until then a
+    /// concurrent cancel from above still finds it, and waits for its descent. The first
+    /// token takes the stop of a cancelled ancestor if it has one; a token below it reached
+    /// through a link, or with links of its own, has another way up than the walk's, where an
+    /// earlier cancel that reached an ancestor first decides its reason (invariant 9).
+    fn cancel_node(self: &Arc<Self>, stop: usize, via: Via, walk: &mut Walk<'_>) -> Reached {
         let mut stop = stop;
         let mut looked_up = false;
         let mut checked = false;
         let mut linked = Vec::new();
-        let (wakers, sleepers, cut, parent) = loop {
+        let (wakers, sleepers, children, linked, owed, parent) = loop {
             let mut shared = sync::lock(&self.shared);
             let flag = self.flag_under_lock();
             if flag != ACTIVE {
@@ -528,11 +529,13 @@ impl TokenState {
             // the bit, until the walk has reached all its descendants.
             let descending = if children.is_empty() && linked.is_empty() {
                 0
-            } else if let Some(first) = &walk.first {
+            } else if via == Via::Own {
+                DESCENDING
+            } else {
+                let origin = walk.origin;
+                let first = walk.first.get_or_insert_with(|| Arc::downgrade(origin));
                 shared.descent = Some(first.clone());
                 0
-            } else {
-                DESCENDING
             };
             if via == Via::Own && !walk.inherited && (!children.is_empty() || !linked.is_empty()) {
                 // The walk goes on below: its tokens' own ways up compare this cancel's number
@@ -546,34 +549,61 @@ impl TokenState {
             // A cancelled token needs no parent (invariant 7). Cancelled from its parent, it
             // was taken out of the parent's list already, so nobody else touches its links.
             // (Its stale `slot` is never read again: a token without a parent unlinks nowhere.)
-            // A root never gains a parent, so one without a link has nothing to leave. One
-            // that leaves is handed its parent now, which it leaves in the second phase unless
-            // a splice moved it meanwhile (`leave_parent` looks again).
-            let leave = if unlink { shared.parent.clone() } else { None };
-            let parent = if unlink { None } else { shared.parent.take() };
-            let owed = (callbacks || leave.is_some() || !links.is_empty() || finished.is_some())
-                .then(|| Owed {
-                    node: None,
-                    stop,
-                    leave,
-                    links,
-                    finished,
-                    callbacks,
-                });
-            let cut = Cut {
-                stop,
-                children,
-                linked: std::mem::take(&mut linked),
-                owed,
+            // A root never gains a parent, so one without a link has nothing to leave.
+            let (leave, parent) = match (via, shared.parent.take()) {
+                (_, None) => (Leave::Nothing, None),
+                (Via::Parent, parent) => (Leave::Nothing, parent),
+                // Nothing below it: no descendant looks up through its link to the parent,
+                // which it cuts now; its entry in the parent's list stays until the second
+                // phase (a sibling's move still tells it its index there).
+                (Via::Own | Via::Link, Some(parent))
+                    if children.is_empty() && linked.is_empty() =>
+                {
+                    (Leave::List(parent), None)
+                }
+                (Via::Own | Via::Link, Some(parent)) => {
+                    let kept = shared.parent.insert(parent).clone();
+                    (Leave::Parent(kept), None)
+                }
             };
-            break (wakers, shared.sleepers, cut, parent);
+            let owed =
+                (callbacks || leave.owed() || !links.is_empty() || finished.is_some()).then(|| {
+                    Owed {
+                        node: None,
+                        stop,
+                        leave,
+                        links,
+                        finished,
+                        callbacks,
+                    }
+                });
+            break (
+                wakers,
+                shared.sleepers,
+                children,
+                std::mem::take(&mut linked),
+                owed,
+                parent,
+            );
         };
         self.wake(sleepers, wakers);
         // Possibly the parent's last `Arc`: freed after the first phase.
         if let Some(parent) = parent {
             walk.let_go(parent);
         }
-        Reached::Cancelled(cut)
+        if let Some(mut owed) = owed {
+            if via == Via::Own {
+                walk.mine = Some(owed);
+            } else {
+                owed.node = Some(self.clone());
+                walk.owed.push(owed);
+            }
+        }
+        let descends = !children.is_empty() || !linked.is_empty();
+        if descends {
+            walk.push_below(children, linked, stop);
+        }
+        Reached::Cancelled { descends }
     }
 
     /// Under the lock (`shared`), decides the cancel of this token (invariant 1): the cause and
@@ -641,8 +671,10 @@ impl TokenState {
 
     /// The second phase at one token: it leaves its parents, then its callbacks run.
     fn settle(&self, owed: Owed, stops: &Stops) {
-        if let Some(parent) = owed.leave {
-            self.leave_parent(Some(parent));
+        match owed.leave {
+            Leave::Nothing => {}
+            Leave::List(parent) => self.leave_list(parent),
+            Leave::Parent(parent) => self.leave_parent(Some(parent)),
         }
         // A cancelled token needs no linked parent either (invariant 8).
         Link::release_all(owed.links);

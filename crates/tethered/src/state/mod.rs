@@ -70,8 +70,10 @@
 //! 7. Tree (see `tree.rs`): an active child holds a strong `Arc` of its parent (`parent`) and
 //!    its slot in the parent's `children` (a `Weak`, so a parent never keeps a child alive). A
 //!    token cuts both links when it leaves `ACTIVE` (a cancelled one once its descent is over:
-//!    invariant 11), and is spliced out of the tree when its last [`TokenRef`] goes. Cancel walks the tree with an explicit stack and drop releases a
-//!    chain of parents with a loop, so neither recurses, however deep the tree.
+//!    invariant 11; one with nothing below it cuts its link to the parent at once and leaves
+//!    the parent's list in the second phase), and is spliced out of the tree when its last
+//!    [`TokenRef`] goes. Cancel walks the tree with an explicit stack and drop releases a chain
+//!    of parents with a loop, so neither recurses, however deep the tree.
 //! 8. Links (see `links.rs`): a token with more than one parent is the tree child of the first
 //!    and linked to the others: it holds a strong `Arc` of each (in `regs.links`) and a
 //!    [`Callback::Link`] registered on each (holding only a `Weak` of the token). Links are
@@ -255,7 +257,7 @@ impl Cancel {
 pub(crate) type Key = u64;
 
 /// `repr(C)`, in two parts: what registration, child and waker traffic writes (the `Arc`'s
-/// counts, `handles`, the lock word, `children` and `parent`) in the first 64 bytes of the
+/// counts, `handles`, `slot`, the lock word, `children` and `parent`) in the first 64 bytes of the
 /// allocation, and `flag` last, at byte 116 of 120. No 64-byte line holds both: the allocator
 /// aligns the allocation to 16 bytes, so the line that holds `flag` begins past byte 64. A
 /// closure polling `is_cancelled` then keeps its line while other threads register on the
@@ -266,6 +268,12 @@ pub(crate) struct TokenState {
     /// Live [`TokenRef`]s: when the last goes, the token is spliced out of the tree
     /// (invariant 7). Written by every clone and drop of a handle: beside the `Arc`'s counts.
     handles: AtomicUsize,
+    /// This token's index in its parent's `children` (invariant 7), [`Slot::NONE`] for none.
+    /// Written only by a holder of the parent's lock (the owner of the list the index is
+    /// into), or of the token itself while no list holds it, and read the same way, so the
+    /// lock orders every access: a sibling moved into a gap is told its new index without its
+    /// own lock. Relaxed throughout.
+    slot: AtomicU32,
     shared: Mutex<Shared>,
     /// Signalled when the token is cancelled and whenever a callback finishes running, if
     /// anyone sleeps on it (invariant 6).
@@ -276,28 +284,27 @@ pub(crate) struct TokenState {
 }
 
 /// `repr(C)`: what child traffic writes (`children`, `parent`) first, on the lock word's line;
-/// what a cancel writes (the cause, the sequence, `descent`) and what rarely changes after,
-/// toward `flag`.
+/// what a cancel writes (the cause, `descent`) and what rarely changes after, toward `flag`.
 #[repr(C)]
 struct Shared {
-    /// Live children, each at the index its own `slot` names (invariant 7).
+    /// Live children, each at the index its own `slot` names (invariant 7). Under this lock,
+    /// a live child in the list names this token as its parent.
     children: Vec<Weak<TokenState>>,
     /// The parent while this token is an active child (invariant 7).
     parent: Option<Arc<TokenState>>,
-    /// This token's index in its parent's `children` (invariant 7).
-    slot: Slot,
     /// Threads blocked on `changed` right now (invariant 6).
     sleepers: u32,
+    /// The sequence number of the cancel that decided the reason (invariant 9); set with it.
+    /// None (0) for a cancel that reaches no other token (a bare token's takes no lock):
+    /// nothing below such a token compares it, and a child made of it later is cancelled at
+    /// birth. Beside `sleepers`, so the two share eight bytes.
+    sequence: u32,
     /// Callbacks and wakers; allocated on the first registration, so that an idle token (a
     /// child nobody registers on, a plain job's token) stays small.
     regs: Option<Box<Registrations>>,
     /// The first token of the walk that cancelled this one, set when that walk went on below
     /// this one (invariant 11): a cancel that finds this token cancelled waits for that walk.
     descent: Option<Weak<TokenState>>,
-    /// The sequence number of the cancel that decided the reason (invariant 9); set with it.
-    /// None (0) for a bare token's cancel, which takes no lock: a bare token has nothing below
-    /// it to compare with, and a child made of it later is cancelled at birth.
-    sequence: u32,
     /// The cancel's cause, if it gave one; set together with the reason.
     cause: Option<Cause>,
 }
@@ -398,10 +405,10 @@ impl TokenState {
     fn with_flag(flag: u32) -> Self {
         TokenState {
             handles: AtomicUsize::new(1),
+            slot: AtomicU32::new(Slot::NONE.raw()),
             shared: Mutex::new(Shared {
                 children: Vec::new(),
                 parent: None,
-                slot: Slot::NONE,
                 sleepers: 0,
                 regs: None,
                 descent: None,

@@ -82,8 +82,29 @@ fn a_grace_of_duration_max_never_escalates() {
     assert_eq!(output.status().and_then(|status| status.code()), Some(0));
 }
 
+/// Whether this process ignores SIGINT (as a command started with `&` by a shell without job
+/// control does): its children inherit that, and a shell cannot trap a signal it was started
+/// ignoring.
+fn sigint_ignored() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (SIGINT - 1)) != 0)
+}
+
+/// SIGINT's number on Linux.
+const SIGINT: u32 = 2;
+
 #[test]
 fn the_polite_signal_can_be_sigint() {
+    assert!(
+        !sigint_ignored(),
+        "this test process ignores SIGINT (SigIgn in /proc/self/status; a command started \
+         with `&` by a shell without job control does), so its child inherits the ignore and \
+         cannot trap SIGINT: run the tests with SIGINT at its default"
+    );
     let mut job = Process::new(sh_ready(
         "trap 'exit 42' INT",
         "while :; do sleep 0.01; done",

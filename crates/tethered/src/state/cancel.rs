@@ -404,7 +404,7 @@ impl TokenState {
         let mut looked_up = false;
         let mut checked = false;
         let mut linked = Vec::new();
-        let (wakers, sleepers, children, linked, owed, parent) = loop {
+        let (wakers, sleepers, descends, children, linked, owed, parent) = loop {
             let mut shared = sync::lock(&self.shared);
             let flag = self.flag_under_lock();
             if flag != ACTIVE {
@@ -525,9 +525,11 @@ impl TokenState {
                 None => (ToWake::None, false, Vec::new(), None),
             };
             let children = std::mem::take(&mut shared.children);
+            // Whether the walk goes on below this token.
+            let descends = !children.is_empty() || !linked.is_empty();
             // Invariant 11: a token below the walk's first names that first; the first carries
             // the bit, until the walk has reached all its descendants.
-            let descending = if children.is_empty() && linked.is_empty() {
+            let descending = if !descends {
                 0
             } else if via == Via::Own {
                 DESCENDING
@@ -537,7 +539,7 @@ impl TokenState {
                 shared.descent = Some(first.clone());
                 0
             };
-            if via == Via::Own && !walk.inherited && (!children.is_empty() || !linked.is_empty()) {
+            if via == Via::Own && !walk.inherited && descends {
                 // The walk goes on below: its tokens' own ways up compare this cancel's number
                 // with their ancestors' (invariant 9). A cancel that reaches no other token
                 // needs none (nothing below it can ever read its number), and leaves 0, as a
@@ -556,11 +558,7 @@ impl TokenState {
                 // Nothing below it: no descendant looks up through its link to the parent,
                 // which it cuts now; its entry in the parent's list stays until the second
                 // phase (a sibling's move still tells it its index there).
-                (Via::Own | Via::Link, Some(parent))
-                    if children.is_empty() && linked.is_empty() =>
-                {
-                    (Leave::List(parent), None)
-                }
+                (Via::Own | Via::Link, Some(parent)) if !descends => (Leave::List(parent), None),
                 (Via::Own | Via::Link, Some(parent)) => {
                     let kept = shared.parent.insert(parent).clone();
                     (Leave::Parent(kept), None)
@@ -580,6 +578,7 @@ impl TokenState {
             break (
                 wakers,
                 shared.sleepers,
+                descends,
                 children,
                 std::mem::take(&mut linked),
                 owed,
@@ -599,7 +598,6 @@ impl TokenState {
                 walk.owed.push(owed);
             }
         }
-        let descends = !children.is_empty() || !linked.is_empty();
         if descends {
             walk.push_below(children, linked, stop);
         }

@@ -34,9 +34,9 @@
 //! masks it out: [`DESCENDING`] and [`DESCENT_AWAITED`] (bits 4 and 5, invariant 11), the
 //! reason of a cancelled token (bits 8 to 10, [`REASON_BITS`]), stored in the same store or
 //! compare-exchange as the cancelled bit, so `reason` is one load too, and [`ROOT`] (bit 16),
-//! set when a root is made and never changed, which every store of the whole word keeps. The word is the last
-//! field of the token's allocation, on a cache line that the `Arc`'s counts, the handle count,
-//! the lock word and the tree's links never share (see [`TokenState`]).
+//! set when a root is made and never changed, which every store of the whole word keeps. The
+//! word is the last field of the token's allocation, on a cache line that the `Arc`'s counts,
+//! the handle count, the lock word and the tree's links never share (see [`TokenState`]).
 //!
 //! # Invariants
 //!

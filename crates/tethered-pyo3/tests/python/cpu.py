@@ -69,6 +69,11 @@ async def one_side(call, calls):
     return {"wall_us": wall / calls / 1000, "cpu_us": used / calls / 1000}
 
 
+def walls(runs):
+    """Each run's wall time per call, in order, to a tenth of a microsecond."""
+    return sorted(round(run["wall_us"], 1) for run in runs)
+
+
 def run_side(name, calls):
     """One run of one side, in a process of its own."""
     child = subprocess.run(
@@ -85,10 +90,14 @@ def run_side(name, calls):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=5)
+    # A loaded machine's runs fall into modes (where the scheduler puts the threads against the
+    # busy processes), for either side: more runs, and every run's time in the results.
+    parser.add_argument("--runs", type=int, help="5 idle, 9 loaded by default")
     parser.add_argument("--load", action="store_true")
     parser.add_argument("--side", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.runs is None:
+        args.runs = 9 if args.load else 5
     if args.calls < 1 or args.runs < 1:
         parser.error("--calls and --runs want positive numbers")
     names = list(sides())
@@ -135,6 +144,8 @@ def main():
                 "cpu_ratio": tethered_cpu / peer_cpu,
                 "runs": args.runs,
                 "calls": args.calls,
+                "wall_runs": walls(samples["tethered"]),
+                "peer_wall_runs": walls(samples[peer]),
             }
         )
     for r in rows:
@@ -142,7 +153,8 @@ def main():
             f"{r['measured']} vs {r['peer']} ({machine}): wall {r['wall_us']:.2f} µs vs "
             f"{r['peer_wall_us']:.2f} µs ({r['wall_ratio']:.3f}x), CPU {r['cpu_us']:.2f} µs vs "
             f"{r['peer_cpu_us']:.2f} µs ({r['cpu_ratio']:.3f}x), median of {args.runs} runs of "
-            f"{args.calls} calls"
+            f"{args.calls} calls; runs {r['wall_runs'][0]}–{r['wall_runs'][-1]} µs vs "
+            f"{r['peer_wall_runs'][0]}–{r['peer_wall_runs'][-1]} µs"
         )
     output = ROOT / "target" / "tethered-bench" / f"cpu-pyo3{'-loaded' if args.load else ''}.json"
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -1075,9 +1075,15 @@ def write_report():
         "wake-up may wait out a busy process's time slice; a spinning thread keeps its core "
         "from one call to the next. Tried before, also not kept: a `sched_yield` in the spin "
         "(pyo3 5.9x `to_thread` loaded: the yielded thread waits behind the busy processes, "
-        "and the hand-over does not wake it). What is left for napi: a call whose worker "
-        "wakes where the peer's does, or a spin that ends before the JavaScript thread's part "
-        "of a call does, neither found yet.")
+        "and the hand-over does not wake it). Tried as an experiment for napi, not kept: the "
+        "job run on libuv's pool (napi async work), its outcome still handed back through the "
+        "thread-safe function: three alternating runs read 29–46 µs wall and 25–38 µs CPU a "
+        "call, against the spinning pool's 24–26 and 35–38 µs and `AsyncTask`'s 22–36 and "
+        "18–27 µs: less CPU, more wall, as each call then makes two hand-backs to the loop "
+        "(the async work's completion and the job's), where `AsyncTask` makes one. What is "
+        "left for napi: a short job settled from the async work's own completion (one "
+        "hand-back), with long jobs kept off libuv's four threads, which also serve the "
+        "file system and DNS.")
     out.append(
         "- **Older targets**: `cancel_all` of 20,000 against 1,000 waiting jobs is explained "
         "where it is measured (section 6); tokio-util / tethered for a check (7.5–8.1x, goal "

@@ -61,7 +61,7 @@ const LOAD = process.argv.includes('--load');
 const RUNS = option('runs', LOAD ? 9 : 5);
 
 /** Each run's wall time per call, in order, to a tenth of a microsecond. */
-function sorted(runs) {
+function walls(runs) {
   return runs.map((s) => Math.round(s.wall_us * 10) / 10).sort((a, b) => a - b);
 }
 
@@ -105,7 +105,7 @@ for (const [tethered, peer, measured] of [
   const peerCpu = median(samples[peer].map((s) => s.cpu_us));
   rows.push({ measured, machine: LOAD ? 'loaded' : 'idle', wall_us: wall, cpu_us: cpu, peer_wall_us: peerWall, peer_cpu_us: peerCpu,
     wall_ratio: wall / peerWall, cpu_ratio: cpu / peerCpu, runs: RUNS, calls: CALLS,
-    wall_runs: sorted(samples[tethered]), peer_wall_runs: sorted(samples[peer]) });
+    wall_runs: walls(samples[tethered]), peer_wall_runs: walls(samples[peer]) });
 }
 for (const r of rows) {
   console.log(`${r.measured} (${r.machine}): wall ${r.wall_us.toFixed(2)} µs vs ${r.peer_wall_us.toFixed(2)} µs (${r.wall_ratio.toFixed(3)}x), ` +

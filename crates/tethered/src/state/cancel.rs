@@ -238,34 +238,40 @@ impl TokenState {
     /// across tokens and no wait; then the links cut and the callbacks run, this token's
     /// first, the rest in the order of the walk.
     pub(crate) fn cancel(self: &Arc<Self>, reason: CancelReason, cause: Option<Cause>) -> Cancel {
-        // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to know
-        // this cancel is a no-op (the handle of every finished job drops through here). Any
-        // other value is decided again under the lock.
-        let flag = self.flag.load(Ordering::Relaxed);
+        // A bare token (nothing ever attached: no waiter, no callback, no child, no parent, as
+        // a plain job's token) is cancelled by one compare-exchange of its flag, which
+        // publishes the reason with the cancelled bit: no lock, nothing else to do. Its seal is
+        // the other exit, decided by the same word (invariant 1). A cause needs the lock, as
+        // does any token that is not bare: decided below.
+        //
+        // A cancel with no cause guesses the token bare (only a root starts bare, and its
+        // word is then `BARE | ROOT`) and tries that compare-exchange straight away. A load
+        // first would fetch the line that a closure polling the token holds, shared, and the
+        // compare-exchange would then take it back from that closure: two transfers of the
+        // line between cores where a bare flag's store makes one, on the path from the cancel
+        // to the closure seeing it. A wrong guess costs one failed compare-exchange, and gives
+        // the word the load would have.
+        let flag = if cause.is_none() {
+            // ORDERING: Release on success: a poller's Acquire load that sees the bit sees the
+            // reason and everything the canceller did before. Relaxed on failure, as the load
+            // below: the word read is only a hint, decided again as that one is.
+            match self.flag.compare_exchange(
+                BARE | ROOT,
+                CANCELLED | reason_bits(reason) | ROOT,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Cancel::Won,
+                Err(actual) => actual,
+            }
+        } else {
+            // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to
+            // know this cancel is a no-op (the handle of every finished job drops through
+            // here). Any other value is decided again under the lock.
+            self.flag.load(Ordering::Relaxed)
+        };
         if flag & LIFECYCLE == SEALED {
             return Cancel::Lost;
-        }
-        // A bare token (nothing ever attached: no waiter, no callback, no child, no parent, as a
-        // plain job's token) is cancelled by one compare-exchange of its flag, which publishes
-        // the reason with the cancelled bit: no lock, nothing else to do. Its seal is the other
-        // exit, decided by the same word (invariant 1). A cause needs the lock, as does any
-        // token that left BARE meanwhile: decided below, again.
-        if flag & LIFECYCLE == BARE && cause.is_none() {
-            // ORDERING: Release: a poller's Acquire load that sees the bit sees the reason and
-            // everything the canceller did before. A bare token's word holds nothing but its
-            // lifecycle and `ROOT`, which stays.
-            if self
-                .flag
-                .compare_exchange(
-                    flag,
-                    CANCELLED | reason_bits(reason) | (flag & ROOT),
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-            {
-                return Cancel::Won;
-            }
         }
         // The reason this call gives, unless a cancelled ancestor decides another (invariant
         // 9, looked for in `cancel_node`); its sequence number is taken there too, once the

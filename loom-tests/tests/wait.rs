@@ -92,6 +92,39 @@ fn negative_control_a_leaf_that_forgets_its_waiters_is_caught() {
     );
 }
 
+/// A root's `cancelled()` future and a thread blocked on its child, against the root's own
+/// cancel: a root with nothing registered but waiters is decided in one critical section
+/// (its waiters taken out there, its children handed to the walk), and both must be woken.
+#[test]
+fn a_roots_and_its_childs_waiters_never_miss_the_roots_cancel() {
+    model("root_and_child_waiters_vs_root_cancel", || {
+        let root = CancelSource::new();
+        let child = root.child();
+        let token = root.token();
+        let blocked = child.token();
+        let sleeper = thread::spawn(move || blocked.wait_timeout(std::time::Duration::MAX));
+        let canceller = thread::spawn(move || {
+            assert!(root.cancel(CancelReason::Timeout));
+        });
+        assert_eq!(block_on(token.cancelled()), CancelReason::Timeout);
+        assert_eq!(sleeper.join().unwrap(), Some(CancelReason::Timeout));
+        canceller.join().unwrap();
+        drop(child);
+    });
+}
+
+/// The negative control of the model above: a root's cancel that leaves its waiters unwoken
+/// is caught as a deadlock.
+#[cfg(tethered_loom)]
+#[test]
+fn negative_control_a_root_that_forgets_its_waiters_is_caught() {
+    loom_tests::fails_with_fault(
+        "a_roots_and_its_childs_waiters_never_miss_the_roots_cancel",
+        "root_cancel_forgets_its_waiters",
+        "deadlock",
+    );
+}
+
 /// The negative control: a waiter that sleeps on a bare token without making it active first
 /// is never woken by the cancel's lock-free compare-exchange, and loom reports the deadlock.
 #[cfg(tethered_loom)]

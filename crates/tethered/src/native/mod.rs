@@ -364,7 +364,8 @@ pub(crate) fn cancel_job<J>(
 where
     J: JobControl + ?Sized,
 {
-    let outcome = token.cancel(reason, cause);
+    // A job's token is most often bare: its closure may be polling it right now.
+    let outcome = token.cancel_likely_bare(reason, cause);
     if outcome.cancelled_it() {
         if let Some(job) = job {
             job.finish_if_queued();

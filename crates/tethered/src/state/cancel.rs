@@ -238,40 +238,75 @@ impl TokenState {
     /// across tokens and no wait; then the links cut and the callbacks run, this token's
     /// first, the rest in the order of the walk.
     pub(crate) fn cancel(self: &Arc<Self>, reason: CancelReason, cause: Option<Cause>) -> Cancel {
-        // A bare token (nothing ever attached: no waiter, no callback, no child, no parent, as
-        // a plain job's token) is cancelled by one compare-exchange of its flag, which
-        // publishes the reason with the cancelled bit: no lock, nothing else to do. Its seal is
-        // the other exit, decided by the same word (invariant 1). A cause needs the lock, as
-        // does any token that is not bare: decided below.
-        //
-        // A cancel with no cause guesses the token bare (only a root starts bare, and its
-        // word is then `BARE | ROOT`) and tries that compare-exchange straight away. A load
-        // first would fetch the line that a closure polling the token holds, shared, and the
-        // compare-exchange would then take it back from that closure: two transfers of the
-        // line between cores where a bare flag's store makes one, on the path from the cancel
-        // to the closure seeing it. A wrong guess costs one failed compare-exchange, and gives
-        // the word the load would have.
-        let flag = if cause.is_none() {
-            // ORDERING: Release on success: a poller's Acquire load that sees the bit sees the
-            // reason and everything the canceller did before. Relaxed on failure, as the load
-            // below: the word read is only a hint, decided again as that one is.
-            match self.flag.compare_exchange(
-                BARE | ROOT,
-                CANCELLED | reason_bits(reason) | ROOT,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Cancel::Won,
-                Err(actual) => actual,
-            }
-        } else {
-            // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to
-            // know this cancel is a no-op (the handle of every finished job drops through
-            // here). Any other value is decided again under the lock.
-            self.flag.load(Ordering::Relaxed)
-        };
+        // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to know
+        // this cancel is a no-op. Any other value is decided again, by the compare-exchange of
+        // a bare token or under the lock.
+        let flag = self.flag.load(Ordering::Relaxed);
+        self.cancel_from(flag, reason, cause)
+    }
+
+    /// [`cancel`](Self::cancel), for a token that is most likely bare: a job's, cancelled by
+    /// its handle, its abort handle or its deadline (a plain job's token stays bare until the
+    /// job finishes). With no cause it tries the bare token's compare-exchange first, on the
+    /// word a bare token has (`BARE | ROOT`: only a root starts bare), instead of reading the
+    /// word before. That read would fetch the line that the job's closure, polling the token,
+    /// holds, and the compare-exchange would then take it back from the closure: two
+    /// transfers of the line between cores on the way from the cancel to the closure seeing
+    /// it, where a bare flag's store makes one. A wrong guess costs a failed compare-exchange
+    /// (a few nanoseconds) and gives the word the read would have; that is why a source's own
+    /// `cancel`, often of a tree's root or of a child (never bare), reads first.
+    pub(crate) fn cancel_likely_bare(
+        self: &Arc<Self>,
+        reason: CancelReason,
+        cause: Option<Cause>,
+    ) -> Cancel {
+        if cause.is_some() {
+            return self.cancel(reason, cause);
+        }
+        // ORDERING: Release on success, as in `cancel_from`. Relaxed on failure, as
+        // `cancel`'s read: the word is decided again there.
+        match self.flag.compare_exchange(
+            BARE | ROOT,
+            CANCELLED | reason_bits(reason) | ROOT,
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => Cancel::Won,
+            Err(flag) => self.cancel_from(flag, reason, cause),
+        }
+    }
+
+    /// The cancel, from `flag`, a recent read of the word.
+    fn cancel_from(
+        self: &Arc<Self>,
+        flag: u32,
+        reason: CancelReason,
+        cause: Option<Cause>,
+    ) -> Cancel {
         if flag & LIFECYCLE == SEALED {
             return Cancel::Lost;
+        }
+        // A bare token (nothing ever attached: no waiter, no callback, no child, no parent, as a
+        // plain job's token) is cancelled by one compare-exchange of its flag, which publishes
+        // the reason with the cancelled bit: no lock, nothing else to do. Its seal is the other
+        // exit, decided by the same word (invariant 1). A cause needs the lock, as does any
+        // token that left BARE meanwhile: decided below, again.
+        if flag & LIFECYCLE == BARE && cause.is_none() {
+            // ORDERING: Release: a poller's Acquire load that sees the bit sees the reason and
+            // everything the canceller did before. A bare token's word holds nothing but its
+            // lifecycle and `ROOT`, which stays.
+            if self
+                .flag
+                .compare_exchange(
+                    flag,
+                    CANCELLED | reason_bits(reason) | (flag & ROOT),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                return Cancel::Won;
+            }
         }
         // The reason this call gives, unless a cancelled ancestor decides another (invariant
         // 9, looked for in `cancel_node`); its sequence number is taken there too, once the
@@ -427,6 +462,38 @@ impl TokenState {
                     }
                     None => Reached::Settled,
                 };
+            }
+            if via == Via::Own
+                && shared.parent.is_none()
+                && shared.regs.as_ref().is_none_or(|regs| regs.waiters_only())
+            {
+                // The token the cancel was called on, with no parent and nothing registered but
+                // waiters (a server's or a scope's root, most often): no ancestor to look up
+                // (a link is a registration), no finished check or callback, nothing owed after
+                // the first phase. Decided in one critical section, without the general path's
+                // bookkeeping, which costs a fan-out of one child as much as its atomics.
+                let wakers = shared
+                    .regs
+                    .as_mut()
+                    .map_or(ToWake::None, |regs| regs.wakers.take());
+                let children = std::mem::take(&mut shared.children);
+                let descends = !children.is_empty();
+                if descends {
+                    // As in the general path below: the walk goes on, and the tokens below
+                    // compare this cancel's number with their ancestors' (invariant 9).
+                    walk.stops.first.sequence = sync::next_sequence();
+                }
+                let descending = if descends { DESCENDING } else { 0 };
+                self.decide(&mut shared, &walk.stops.first, CANCELLED | descending);
+                let sleepers = shared.sleepers;
+                drop(shared);
+                if root_wakes_its_waiters() {
+                    self.wake(sleepers, wakers);
+                }
+                if descends {
+                    walk.push_below(children, Vec::new(), stop);
+                }
+                return Reached::Cancelled { descends };
             }
             if via == Via::Parent
                 && shared.children.is_empty()
@@ -793,6 +860,18 @@ impl TokenState {
 fn waits_for_descents() -> bool {
     #[cfg(tethered_loom)]
     if crate::fault::put_back("cancel_returns_before_descendants") {
+        return false;
+    }
+    true
+}
+
+/// Whether a token with no parent, cancelled by its own cancel with nothing registered but
+/// waiters, wakes them. Always, but in a loom build with the fault
+/// `root_cancel_forgets_its_waiters` put back (the negative control of
+/// `a_roots_and_its_childs_waiters_never_miss_the_roots_cancel`).
+fn root_wakes_its_waiters() -> bool {
+    #[cfg(tethered_loom)]
+    if crate::fault::put_back("root_cancel_forgets_its_waiters") {
         return false;
     }
     true

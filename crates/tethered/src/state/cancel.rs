@@ -238,6 +238,13 @@ impl TokenState {
     /// across tokens and no wait; then the links cut and the callbacks run, this token's
     /// first, the rest in the order of the walk.
     pub(crate) fn cancel(self: &Arc<Self>, reason: CancelReason, cause: Option<Cause>) -> Cancel {
+        // ORDERING: Relaxed: a hint (see `maybe_bare`), on a line no poller writes. A token
+        // that may still be bare (a root nothing was attached to, whose token native code
+        // may be polling) goes the way of a job's; one that is not (a tree's root, a child)
+        // reads its word first, and pays no failed compare-exchange.
+        if cause.is_none() && self.maybe_bare.load(Ordering::Relaxed) {
+            return self.cancel_likely_bare(reason, cause);
+        }
         // ORDERING: Relaxed: a sealed token stays sealed, so seeing SEALED is enough to know
         // this cancel is a no-op. Any other value is decided again, by the compare-exchange of
         // a bare token or under the lock.
@@ -247,14 +254,16 @@ impl TokenState {
 
     /// [`cancel`](Self::cancel), for a token that is most likely bare: a job's, cancelled by
     /// its handle, its abort handle or its deadline (a plain job's token stays bare until the
-    /// job finishes). With no cause it tries the bare token's compare-exchange first, on the
+    /// job finishes), or a drop guard's (a `CancelOnDrop`'s own source). With no cause it tries the bare token's compare-exchange first, on the
     /// word a bare token has (`BARE | ROOT`: only a root starts bare), instead of reading the
     /// word before. That read would fetch the line that the job's closure, polling the token,
     /// holds, and the compare-exchange would then take it back from the closure: two
     /// transfers of the line between cores on the way from the cancel to the closure seeing
     /// it, where a bare flag's store makes one. A wrong guess costs a failed compare-exchange
-    /// (a few nanoseconds) and gives the word the read would have; that is why a source's own
-    /// `cancel`, often of a tree's root or of a child (never bare), reads first.
+    /// (a few nanoseconds) and gives the word the read would have; that is why `cancel` tries
+    /// it only on a token whose `maybe_bare` hint says it may be bare (a tree's root or a
+    /// child never is), and the cancels of jobs and guards try it at once: the hint's line
+    /// may be in the polling thread's cache too (a job's closure takes its token there).
     pub(crate) fn cancel_likely_bare(
         self: &Arc<Self>,
         reason: CancelReason,

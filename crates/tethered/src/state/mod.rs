@@ -143,7 +143,9 @@ use std::time::Instant;
 
 use crate::contain::{drop_contained, run_contained};
 use crate::reason::{CancelReason, Cause};
-use crate::sync::{self, Arc, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, Weak, thread};
+use crate::sync::{
+    self, Arc, AtomicBool, AtomicU32, AtomicUsize, Condvar, Mutex, Ordering, Weak, thread,
+};
 
 /// `flag`: neither cancelled nor sealed yet.
 const ACTIVE: u32 = 0b0000;
@@ -257,7 +259,8 @@ impl Cancel {
 pub(crate) type Key = u64;
 
 /// `repr(C)`, in two parts: what registration, child and waker traffic writes (the `Arc`'s
-/// counts, `handles`, `slot`, the lock word, `children` and `parent`) in the first 64 bytes of the
+/// counts, `handles`, `slot`, `maybe_bare`, the lock word, `children` and `parent`) in the
+/// first 64 bytes of the
 /// allocation, and `flag` last, at byte 116 of 120. No 64-byte line holds both: the allocator
 /// aligns the allocation to 16 bytes, so the line that holds `flag` begins past byte 64. A
 /// closure polling `is_cancelled` then keeps its line while other threads register on the
@@ -274,6 +277,14 @@ pub(crate) struct TokenState {
     /// lock orders every access: a sibling moved into a gap is told its new index without its
     /// own lock. Relaxed throughout.
     slot: AtomicU32,
+    /// A hint, never a decision: `false` once the token is known not to be [`BARE`] (made a
+    /// child, or made [`ACTIVE`] under its lock; a seal or a cancel leaves it). A source's
+    /// cancel reads it to choose between trying the bare token's compare-exchange at once and
+    /// reading `flag` first (see `cancel`): here, on the first line, which a closure polling
+    /// `flag` never writes, so a bare root's canceller reads it without fetching that line.
+    /// Relaxed throughout: a stale value costs a failed compare-exchange or a read, never a
+    /// wrong outcome. In what was padding before `shared`.
+    maybe_bare: AtomicBool,
     shared: Mutex<Shared>,
     /// Signalled when the token is cancelled and whenever a callback finishes running, if
     /// anyone sleeps on it (invariant 6).
@@ -406,6 +417,7 @@ impl TokenState {
         TokenState {
             handles: AtomicUsize::new(1),
             slot: AtomicU32::new(Slot::NONE.raw()),
+            maybe_bare: AtomicBool::new(flag & LIFECYCLE == BARE),
             shared: Mutex::new(Shared {
                 children: Vec::new(),
                 parent: None,
@@ -440,7 +452,11 @@ impl TokenState {
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => ACTIVE,
+                    Ok(_) => {
+                        // ORDERING: Relaxed: a hint (see `maybe_bare`).
+                        self.maybe_bare.store(false, Ordering::Relaxed);
+                        ACTIVE
+                    }
                     Err(now) => now & LIFECYCLE,
                 }
             }
@@ -595,6 +611,38 @@ mod tests {
         let child = TokenState::child_of(&token);
         assert!(!child.is_cancelled());
         assert!(sync::lock(&child.arc().shared).parent.is_none());
+    }
+
+    /// The `maybe_bare` hint says "may be bare" exactly while nothing was attached to a root:
+    /// a child, or a child made of it, turns it off for good; whatever it says, a cancel
+    /// decides the same (a bare root's, with or without a cause, and an attached one's).
+    #[test]
+    fn the_bare_hint_follows_what_is_attached() {
+        let hint = |token: &super::TokenRef| token.maybe_bare.load(Ordering::Relaxed);
+        let bare = TokenState::root();
+        assert!(hint(&bare));
+        assert_eq!(bare.cancel(CancelReason::Timeout, None), Cancel::Won);
+        assert_eq!(bare.reason(), Some(CancelReason::Timeout));
+        assert_eq!(bare.cancel(CancelReason::Requested, None), Cancel::Lost);
+
+        let with_cause = TokenState::root();
+        let cause = crate::Cause::msg("why");
+        assert_eq!(
+            with_cause.cancel(CancelReason::Failed, Some(cause)),
+            Cancel::Won
+        );
+        assert_eq!(
+            with_cause.cause().map(|c| c.to_string()),
+            Some("why".into())
+        );
+
+        let parent = TokenState::root();
+        let child = TokenState::child_of(&parent);
+        assert!(!hint(&parent), "a parent is not bare");
+        assert!(!hint(&child), "a child never is");
+        assert_eq!(parent.cancel(CancelReason::Shutdown, None), Cancel::Won);
+        assert_eq!(child.reason(), Some(CancelReason::Shutdown));
+        assert!(!hint(&TokenState::sealed()));
     }
 
     /// Anything attached makes a root active for good, so its seal takes the lock and lets go

@@ -331,7 +331,12 @@ impl CancelGuard {
 impl Drop for CancelGuard {
     fn drop(&mut self) {
         if let Some(source) = self.source.take() {
-            source.cancel(CancelReason::Dropped);
+            // What a guard stands for is a call's own source (a `CancelOnDrop`'s), most often
+            // bare, whose token native code may be polling right now.
+            source
+                .state
+                .arc()
+                .cancel_likely_bare(CancelReason::Dropped, None);
         }
     }
 }

@@ -22,7 +22,10 @@
 //!   parent, no sleeper), as a plain job's token stays until its job finishes. A seal, or a
 //!   cancel that gives no cause, is then one compare-exchange, with no lock; every holder of
 //!   the lock makes it [`ACTIVE`] first (`flag_under_lock`), before it can attach anything or
-//!   sleep on it, so a cancel that finds it bare has nobody to wake.
+//!   sleep on it, so a cancel that finds it bare has nobody to wake. A cancel that expects a
+//!   bare token (a job's, a drop guard's, or a source's whose `maybe_bare` hint says so)
+//!   tries that compare-exchange before it reads the word: the read would fetch the line of a
+//!   closure polling the flag, and the exchange take it back, two transfers where one does.
 //! - [`ACTIVE`]: neither cancelled nor sealed; registrations, wakers and children attach.
 //! - [`CANCELLING`]: cancelled, and the cancelling thread has the token's callbacks still to run;
 //!   a callback registered now joins the end of the line and runs on that thread, in order.

@@ -47,3 +47,38 @@ fn two_concurrent_cancels_have_one_winner_and_one_reason() {
         assert_eq!(source.token().reason(), Some(winner));
     });
 }
+
+/// A cancel with a cause (which takes the token's lock, making the bare token active first)
+/// against a drop guard's cancel (which tries the bare token's compare-exchange before it
+/// reads the word): one wins, and the token reads its reason, with the cause only if the cancel
+/// that gave it won.
+#[test]
+fn a_cause_against_a_guards_guess_has_one_winner() {
+    // Which cancel won, over the interleavings: both must have been explored.
+    static WON: [std::sync::atomic::AtomicBool; 2] = [
+        std::sync::atomic::AtomicBool::new(false),
+        std::sync::atomic::AtomicBool::new(false),
+    ];
+    model("cause_vs_guard_guess", || {
+        let source = CancelSource::new();
+        let token = source.token();
+        let guard = source.clone().drop_guard();
+        let guarded = thread::spawn(move || drop(guard));
+        let won_here = source.cancel_with_cause(CancelReason::Failed, tethered::Cause::msg("why"));
+        guarded.join().unwrap();
+        WON[usize::from(won_here)].store(true, std::sync::atomic::Ordering::Relaxed);
+        if won_here {
+            assert_eq!(token.reason(), Some(CancelReason::Failed));
+            assert_eq!(token.cause().map(|c| c.to_string()), Some("why".into()));
+        } else {
+            assert_eq!(token.reason(), Some(CancelReason::Dropped));
+            assert!(token.cause().is_none());
+        }
+    });
+    #[cfg(tethered_loom)]
+    assert!(
+        WON.iter()
+            .all(|won| won.load(std::sync::atomic::Ordering::Relaxed)),
+        "both cancels won in some interleaving"
+    );
+}

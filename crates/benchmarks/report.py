@@ -447,10 +447,10 @@ def write_report():
     cancel_extra = busy["source_cancel"]["median_ns"] - busy["atomic_bool"]["median_ns"]
     if cancel_extra <= busy_extra:
         split = (
-            f"Of that, about {cancel_extra:.0f} ns is the cancel itself (`source_cancel`: its "
-            "lock, the reason, the flag stored inside the critical section) and the rest the "
-            "handle's drop, whose cancel is decided at the job's token's lock (a finished job "
-            "has sealed it).")
+            f"Of that, about {cancel_extra:.0f} ns is the cancel itself (`source_cancel`: the "
+            "token is bare, so its flag and reason are one compare-exchange, with no lock) and "
+            "the rest the handle's drop, decided by the same compare-exchange on the job's "
+            "token (a finished job has sealed it).")
     else:
         split = (
             f"`source_cancel` (the same cancel, through a `CancelSource` made next to the "
@@ -464,9 +464,11 @@ def write_report():
         f"median would be about {150 + busy_extra:.0f} ns. {split} The busy median moves with the "
         "floor from run to run. Before the token's layout put the reason beside the lock word "
         "and the flag (see the end of this file), tethered's addition lay between about 180 "
-        "and 265 ns; since, between about 40 and 110 ns. Storing the flag before taking the "
-        "lock would need the token's state machine redesigned around a compare-exchange "
-        "(cancelling, then cancelled) and re-verified under loom, and was not attempted. The "
+        "and 265 ns; since, between about 40 and 110 ns. A bare token (a plain job's, or a "
+        "source nothing was attached to) takes no lock: its cancel is one compare-exchange, "
+        "tried before the word is read (see the end of this file). A token with something "
+        "attached still stores its flag inside its critical section, on a line its lock word "
+        "does not share. The "
         "parked floor is the machine's own thread wake-up: when it is above the 10 µs target, "
         "so is tethered, which adds the part shown in the last column.\n")
     out.append("### Busy closure, paired against a bare flag\n")
@@ -977,7 +979,28 @@ def write_report():
         "that it leaves in its cancel's critical section (storm 0.82–0.93x): loom 0.7 "
         "reports a false deadlock for `try_lock` (a known loom issue: a thread whose "
         "`try_lock` failed can stay marked as waiting), so the path could not be modelled, "
-        "and (4) reaches the same without it.\n")
+        "and (4) reaches the same without it.")
+    out.append(
+        "- **A cancel of a bare token tries its compare-exchange before reading its word** "
+        "(`state/cancel.rs`). A cancel read the flag word, then compare-exchanged it: the read "
+        "fetched the line that the closure polling the token holds, shared, and the exchange "
+        "then took it back from that closure, two transfers of the line between cores where a "
+        "bare flag's store makes one. A job's cancel (its handle, abort handle, deadline) and "
+        "a drop guard's now try the bare token's exchange at once; a source's cancel does "
+        "when a hint on the token's first line (`maybe_bare`, in what was padding, turned off "
+        "for good when something is attached) says the token may be bare, so a tree's root "
+        "or a child pays no failed exchange. Busy cancel-to-observe, tethered − `AtomicBool` "
+        "(`busy_paired`, three alternating runs against the commit before): pool +84/+89/+91 "
+        "→ +7/+11/+19 ns, thread +47/+64/+65 → −36/−24/−15 ns; a thread spinning on a bare "
+        "source's token (4,000 alternating samples, by hand) 414–436 → 292–302 ns from the "
+        "source's cancel to the spinning thread seeing it. A root with nothing registered but "
+        "waiters is now decided in one critical section, without the general first phase's "
+        "bookkeeping (ancestor look-up, finished check, links, what is owed): a cancel of a "
+        "parent with one child 1.31x → 1.19–1.21x tokio-util (`tree_paired`, two alternating "
+        "runs), callgrind 993 → 863 instructions; storms unchanged. loom: a model of a "
+        "root's and its child's waiters against the root's cancel, whose negative control "
+        "(`root_cancel_forgets_its_waiters`) loom reports as a deadlock, and one of a cancel "
+        "with a cause against a drop guard's guess.\n")
 
     # Where the misses go (profiles and experiments by hand; not regenerated) ----------------
     out.append("## Where the misses go\n")
@@ -1000,14 +1023,14 @@ def write_report():
         "in every crate, not done here. On threads a job now allocates less than "
         "`std::thread::spawn`, as a finished job's thread is reused.")
     out.append(
-        "- **Busy cancel-to-observe**, around its target from run to run of the same code "
-        "(tokio's pool; a thread): +46 and +20 ns in one full run, +61 and +51 ns in the next, "
-        "+118 and +40, +85 and +68 ns in two runs of `busy_paired` alone right after it; +88 "
-        "and +24–40 ns when measured after the word's change, +60–218 ns before it. A cancel of "
-        "a job's token takes the token's lock on a line the spinning closure does not read, and stores the reason with the cancelled bit in one word. The "
-        "independent harness that read +0.41–0.92 µs is not in this repository and could not "
-        "be rerun; this bench takes both times on the two threads' own clocks, after warm-up, "
-        "with the closure already spinning, and so measures only the cancel's path.")
+        "- **Busy cancel-to-observe**: before the bare token's guess (see above), around its "
+        "target from run to run of the same code (tokio's pool; a thread): +46 and +20 ns in "
+        "one full run, +61 and +51 ns in the next, +118 and +40, +85 and +68 ns in two runs of "
+        "`busy_paired` alone; since, +7 to +20 ns and −36 to −11 ns in five runs of "
+        "`busy_paired`. The independent harness that read +0.41–0.92 µs is not in this "
+        "repository and could not be rerun; this bench takes both times on the two threads' "
+        "own clocks, after warm-up, with the closure already spinning, and so measures only "
+        "the cancel's path.")
     out.append(
         "- **2,000 concurrent jobs** (1.05–1.09x over runs): the floor (raw plus two `Arc`s "
         "of a job's sizes) / raw is 1.03–1.06x of it; tethered / floor 1.00–1.01x. The two "
@@ -1027,9 +1050,12 @@ def write_report():
         "1.12x and 1.15x (medians 7.2, 3.9 and 7.7 µs against 6.7, 3.5 and 6.7 µs), as in "
         "the other full runs (1.09–1.11x); that run's 1.48x was not seen again.")
     out.append(
-        "- **A cancel of a parent with one child** (1.30x by hand after the tree work above, "
-        "against 0.89–0.92x per child at 1,000 and more): what a cancel pays once, whatever "
-        "its size. perf shows it in atomics: the sequence number (a process-wide "
+        "- **A cancel of a parent with one child** (1.30x after the tree work above, 1.19–1.21x "
+        "since a root with only waiters is decided in one critical section, against 0.87–0.92x "
+        "per child at 1,000 and more): what a cancel pays once, whatever its size. callgrind "
+        "counts 863 instructions a cancel of a root and its child (tokio-util 440, of which "
+        "about 110 are the free of its list of children, as ours), but the time is in the "
+        "atomics: the sequence number (a process-wide "
         "`fetch_add`), the `DESCENDING` bit set and cleared (a compare-exchange) so that a "
         "concurrent cancel of the parent waits until the child reads cancelled, and the "
         "child's `Weak` upgraded and both counts dropped; tokio-util's cancel holds the "

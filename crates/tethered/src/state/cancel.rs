@@ -252,18 +252,18 @@ impl TokenState {
         self.cancel_from(flag, reason, cause)
     }
 
-    /// [`cancel`](Self::cancel), for a token that is most likely bare: a job's, cancelled by
-    /// its handle, its abort handle or its deadline (a plain job's token stays bare until the
-    /// job finishes), or a drop guard's (a `CancelOnDrop`'s own source). With no cause it tries the bare token's compare-exchange first, on the
-    /// word a bare token has (`BARE | ROOT`: only a root starts bare), instead of reading the
-    /// word before. That read would fetch the line that the job's closure, polling the token,
-    /// holds, and the compare-exchange would then take it back from the closure: two
-    /// transfers of the line between cores on the way from the cancel to the closure seeing
-    /// it, where a bare flag's store makes one. A wrong guess costs a failed compare-exchange
-    /// (a few nanoseconds) and gives the word the read would have; that is why `cancel` tries
-    /// it only on a token whose `maybe_bare` hint says it may be bare (a tree's root or a
-    /// child never is), and the cancels of jobs and guards try it at once: the hint's line
-    /// may be in the polling thread's cache too (a job's closure takes its token there).
+    /// [`cancel`](Self::cancel), for a token that is most likely bare: a job's, cancelled by its
+    /// handle, its abort handle or its deadline (a plain job's token stays bare until the job
+    /// finishes), or a drop guard's (a `CancelOnDrop`'s own source). With no cause it tries the
+    /// bare token's compare-exchange first, on the word a bare token has (`BARE | ROOT`: only a
+    /// root starts bare), instead of reading the word before. That read would fetch the line that
+    /// the job's closure, polling the token, holds, and the compare-exchange would then take it
+    /// back from the closure: two transfers of the line between cores on the way from the cancel to
+    /// the closure seeing it, where a bare flag's store makes one. A wrong guess costs a failed
+    /// compare-exchange (a few nanoseconds) and gives the word the read would have; that is why
+    /// `cancel` tries it only on a token whose `maybe_bare` hint says it may be bare (a tree's root
+    /// or a child never is), and the cancels of jobs and guards try it at once: the hint's line may
+    /// be in the polling thread's cache too (a job's closure takes its token there).
     pub(crate) fn cancel_likely_bare(
         self: &Arc<Self>,
         reason: CancelReason,

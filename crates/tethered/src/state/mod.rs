@@ -261,14 +261,13 @@ impl Cancel {
 /// Identifies a registered callback or waker within one token.
 pub(crate) type Key = u64;
 
-/// `repr(C)`, in two parts: what registration, child and waker traffic writes (the `Arc`'s
-/// counts, `handles`, `slot`, `maybe_bare`, the lock word, `children` and `parent`) in the
-/// first 64 bytes of the
-/// allocation, and `flag` last, at byte 116 of 120. No 64-byte line holds both: the allocator
-/// aligns the allocation to 16 bytes, so the line that holds `flag` begins past byte 64. A
-/// closure polling `is_cancelled` then keeps its line while other threads register on the
-/// token and make children of it, and a cancel writes that line once, when it stores `flag`
-/// (it takes the lock on the other line).
+/// `repr(C)`, in two parts: what registration, child and waker traffic writes (the `Arc`'s counts,
+/// `handles`, `slot`, `maybe_bare`, the lock word, `children` and `parent`) in the first 64 bytes
+/// of the allocation, and `flag` last, at byte 116 of 120. No 64-byte line holds both: the
+/// allocator aligns the allocation to 16 bytes, so the line that holds `flag` begins past byte 64.
+/// A closure polling `is_cancelled` then keeps its line while other threads register on the token
+/// and make children of it, and a cancel writes that line once, when it stores `flag` (it takes the
+/// lock on the other line).
 #[repr(C)]
 pub(crate) struct TokenState {
     /// Live [`TokenRef`]s: when the last goes, the token is spliced out of the tree

@@ -1109,7 +1109,16 @@ def write_report():
         "(the async work's completion and the job's), where `AsyncTask` makes one. What is "
         "left for napi: a short job settled from the async work's own completion (one "
         "hand-back), with long jobs kept off libuv's four threads, which also serve the "
-        "file system and DNS.")
+        "file system and DNS. The paired napi rows of section 7 (2.7–5.4x over runs) read "
+        "something else: in them, `AsyncTask`'s call is three times as fast as alone. "
+        "`peers.mjs` by hand with both sides `AsyncTask`: 26.6 and 25.5 µs a call; both "
+        "tethered: 29.0 and 29.1 µs; tethered against `AsyncTask`, as the row runs: 26.0 and "
+        "9.9 µs, and 72.8 and 8.3 µs with an addon whose pool does not spin. In place of "
+        "tethered's batch, a JavaScript busy loop left `AsyncTask` at 53 µs and a "
+        "`setImmediate` at 24.7 µs: what runs between its batches sets `AsyncTask`'s speed, "
+        "and after tethered's it is fast (why was not pinned down; `strace` slows both sides "
+        "to 500 µs and hides it). So the alone rows above, each side in a process of its "
+        "own, are the comparison to read.")
     out.append(
         "- **Older targets**: `cancel_all` of 20,000 against 1,000 waiting jobs is explained "
         "where it is measured (section 6); tokio-util / tethered for a check (7.5–8.1x, goal "

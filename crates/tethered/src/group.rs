@@ -130,7 +130,9 @@ impl Wake for MemberWaker {
 ///
 /// let mut group = JobGroup::new();
 /// let (seen_tx, seen) = std::sync::mpsc::channel();
+/// let (started_tx, started) = std::sync::mpsc::channel();
 /// group.spawn(JobOptions::new(), move |token| {
+///     started_tx.send(()).unwrap();
 ///     token.wait();
 ///     let cause = token.cause().unwrap();
 ///     let failure = cause.downcast_ref::<GroupFailure>().unwrap();
@@ -139,6 +141,8 @@ impl Wake for MemberWaker {
 ///     seen_tx.send((failure.to_string(), refused.kind())).unwrap();
 ///     Ok(())
 /// })?;
+/// // Once it runs: a job cancelled before it starts is never run at all.
+/// started.recv().unwrap();
 /// group.spawn(JobOptions::new().name("fetch"), |_| {
 ///     Err::<(), _>(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"))
 /// })?;
